@@ -1,0 +1,75 @@
+"""The only way a game becomes data for a client: the player and spectator views.
+
+Views are plain dicts of str, int, bool, None and lists, ready for msgpack or JSON.
+Face-down cards (the reserve under its top card, the stock) appear only as counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cards import card_name, rank_name
+from .game import Game
+from .moves import format_move
+
+__all__ = ["board_view", "full_layout", "player_view", "spectator_view"]
+
+View = dict[str, Any]
+
+
+def _top(pile: list[int]) -> str | None:
+    return card_name(pile[-1]) if pile else None
+
+
+def board_view(game: Game) -> View:
+    """The masked board: every face-up card, and counts where cards are face down."""
+    view: View = {
+        "variant": game.variant,
+        "tableau": [[card_name(c) for c in pile] for pile in game.tableau],
+        "foundations": [{"top": _top(f), "count": len(f)} for f in game.foundations],
+        "base_rank": rank_name(game.base_rank),
+        "status": game.status.value,
+        "banked": game.banked,
+        "moves": game.moves,
+    }
+    if game.has_stock:
+        view["reserve"] = {"count": len(game.reserve), "top": _top(game.reserve)}
+        view["stock"] = {"count": len(game.stock)}
+        view["waste"] = {
+            "count": len(game.waste),
+            "visible": [card_name(c) for c in game.visible_waste()],
+        }
+    return view
+
+
+def player_view(game: Game, *, legal: bool = False) -> View:
+    """What the player of ``game`` sees; ``legal`` adds the legal moves in the notation."""
+    view = board_view(game)
+    view["can_undo"] = game.can_undo
+    if legal:
+        view["legal"] = [format_move(m) for m in game.legal_moves()]
+    return view
+
+
+def spectator_view(game: Game) -> View:
+    """What a spectator sees of one player's game: the same masking as the player's view."""
+    return board_view(game)
+
+
+def full_layout(game: Game) -> View:
+    """Every card of every pile, bottom first: a dealer's tool, never sent during a race."""
+
+    def names(pile: list[int]) -> list[str]:
+        return [card_name(c) for c in pile]
+
+    layout: View = {
+        "variant": game.variant,
+        "seed": game.seed,
+        "tableau": [names(p) for p in game.tableau],
+        "foundations": [names(f) for f in game.foundations],
+    }
+    if game.has_stock:
+        layout["reserve"] = names(game.reserve)
+        layout["stock"] = names(game.stock)
+        layout["waste"] = names(game.waste)
+    return layout

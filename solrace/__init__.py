@@ -1,0 +1,3 @@
+"""solrace: race friends on the same solitaire deal."""
+
+__version__ = "0.1.0"
