@@ -1,0 +1,211 @@
+"""Codecs for the two subprotocols: ``solrace.v1.msgpack`` (binary) and ``solrace.v1.json`` (text).
+
+Both carry the same messages: a map with a ``type`` key. Decoding a request checks the
+frame's size, lengths and depth (:class:`~.limits.Limits`), then every field's type.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+import msgpack
+
+from .errors import ErrorCode, ProtocolError
+from .limits import Limits
+from .messages import REQUESTS, Request, ServerMessage
+
+__all__ = [
+    "JSON_SUBPROTOCOL",
+    "MSGPACK_SUBPROTOCOL",
+    "SUBPROTOCOLS",
+    "Codec",
+    "JsonCodec",
+    "MsgpackCodec",
+    "codec_for",
+]
+
+MSGPACK_SUBPROTOCOL = "solrace.v1.msgpack"
+JSON_SUBPROTOCOL = "solrace.v1.json"
+SUBPROTOCOLS = (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL)
+MAX_INT = 2**53 - 1  # the largest integer every JSON reader keeps exactly
+
+
+def _depth_ok(value: Any, budget: int) -> bool:
+    if isinstance(value, dict):
+        return budget > 0 and all(_depth_ok(v, budget - 1) for v in value.values())
+    if isinstance(value, list):
+        return budget > 0 and all(_depth_ok(v, budget - 1) for v in value)
+    return True
+
+
+def _check_value(name: str, kind: str, value: Any, limits: Limits) -> None:
+    if kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT
+        what = "a whole number from 0"
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+        what = "true or false"
+    else:
+        ok = isinstance(value, str) or (kind == "str?" and value is None)
+        what = "a string"
+    if not ok:
+        raise ProtocolError(ErrorCode.BAD_FIELD, f"field {name!r} must be {what}")
+    if isinstance(value, str) and len(value) > limits.max_str_len:
+        raise ProtocolError(ErrorCode.BAD_FIELD, f"field {name!r} is too long")
+
+
+class Codec:
+    """Turns frames into requests and server messages into frames, for one subprotocol."""
+
+    subprotocol: str = ""
+    binary: bool = True
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+
+    def loads(self, frame: bytes | str) -> Any:
+        """Parse a frame into plain data, within the limits."""
+        raise NotImplementedError
+
+    def dumps(self, data: dict[str, Any]) -> bytes | str:
+        """Serialize plain data into a frame."""
+        raise NotImplementedError
+
+    def decode(self, frame: bytes | str) -> Request:
+        """Return the request a client's frame holds, or raise ProtocolError saying what is wrong."""
+        if len(frame) > self.limits.max_frame_bytes:
+            raise ProtocolError(
+                ErrorCode.FRAME_TOO_LARGE, f"frames are at most {self.limits.max_frame_bytes} bytes"
+            )
+        data = self.loads(frame)
+        if not isinstance(data, dict):
+            raise ProtocolError(ErrorCode.MALFORMED_FRAME, "a frame holds one map with a 'type'")
+        if not _depth_ok(data, self.limits.max_depth):
+            raise ProtocolError(ErrorCode.MALFORMED_FRAME, "the frame is nested too deeply")
+        request_id = data.get("id")
+        if not (isinstance(request_id, int) and not isinstance(request_id, bool)):
+            request_id = None
+        try:
+            return self._build(data)
+        except ProtocolError as error:
+            error.request_id = request_id
+            raise
+
+    def _build(self, data: dict[str, Any]) -> Request:
+        kind = data.get("type")
+        entry = REQUESTS.get(kind) if isinstance(kind, str) else None
+        if entry is None:
+            raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {kind!r}")
+        cls, spec = entry
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "type":
+                continue
+            field_spec = spec.get(key)
+            if field_spec is None:
+                raise ProtocolError(ErrorCode.BAD_FIELD, f"{kind!r} has no field {key!r}")
+            _check_value(key, field_spec[0], value, self.limits)
+            values[key] = value
+        for key, (_, required) in spec.items():
+            if required and key not in values:
+                raise ProtocolError(ErrorCode.BAD_FIELD, f"{kind!r} needs the field {key!r}")
+        request: Request = cls(**values)
+        return request
+
+    def encode(self, message: ServerMessage) -> bytes | str:
+        """Serialize a server message into a frame."""
+        return self.dumps(message.to_wire())
+
+    def encode_request(self, request: Request) -> bytes | str:
+        """Serialize a request into a frame (for clients)."""
+        data = {"type": request.type}
+        data.update((k, v) for k, v in asdict(request).items() if v is not None)
+        return self.dumps(data)
+
+
+class MsgpackCodec(Codec):
+    """``solrace.v1.msgpack``: binary frames, one msgpack map each."""
+
+    subprotocol = MSGPACK_SUBPROTOCOL
+    binary = True
+
+    def loads(self, frame: bytes | str) -> Any:
+        """Parse a binary msgpack frame within the limits."""
+        if isinstance(frame, str):
+            raise ProtocolError(ErrorCode.MALFORMED_FRAME, "this subprotocol sends binary frames")
+        limits = self.limits
+        try:
+            return msgpack.unpackb(
+                frame,
+                raw=False,
+                strict_map_key=True,
+                max_str_len=limits.max_str_len,
+                max_bin_len=0,
+                max_ext_len=0,
+                max_array_len=limits.max_array_len,
+                max_map_len=limits.max_map_len,
+            )
+        except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError) as error:
+            raise ProtocolError(
+                ErrorCode.MALFORMED_FRAME, f"not a valid msgpack frame: {error}"
+            ) from None
+        except Exception as error:  # msgpack raises several internal types on bad input
+            raise ProtocolError(
+                ErrorCode.MALFORMED_FRAME, f"not a valid msgpack frame: {error}"
+            ) from None
+
+    def dumps(self, data: dict[str, Any]) -> bytes:
+        """Serialize to msgpack."""
+        return msgpack.packb(data, use_bin_type=True)  # type: ignore[no-any-return]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+class JsonCodec(Codec):
+    """``solrace.v1.json``: text frames, one JSON object each."""
+
+    subprotocol = JSON_SUBPROTOCOL
+    binary = False
+
+    def loads(self, frame: bytes | str) -> Any:
+        """Parse a text JSON frame within the limits."""
+        if isinstance(frame, bytes):
+            raise ProtocolError(ErrorCode.MALFORMED_FRAME, "this subprotocol sends text frames")
+        try:
+            data = json.loads(frame, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as error:
+            raise ProtocolError(
+                ErrorCode.MALFORMED_FRAME, f"not a valid JSON frame: {error}"
+            ) from None
+        if not _depth_ok(data, self.limits.max_depth) or not _lengths_ok(data, self.limits):
+            raise ProtocolError(
+                ErrorCode.MALFORMED_FRAME, "too deep, or a string, array or map is too long"
+            )
+        return data
+
+    def dumps(self, data: dict[str, Any]) -> str:
+        """Serialize to compact JSON."""
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def _lengths_ok(value: Any, limits: Limits) -> bool:
+    if isinstance(value, str):
+        return len(value) <= limits.max_str_len
+    if isinstance(value, list):
+        return len(value) <= limits.max_array_len and all(_lengths_ok(v, limits) for v in value)
+    if isinstance(value, dict):
+        return len(value) <= limits.max_map_len and all(
+            len(k) <= limits.max_str_len and _lengths_ok(v, limits) for k, v in value.items()
+        )
+    return True
+
+
+def codec_for(subprotocol: str | None, limits: Limits | None = None) -> Codec:
+    """The codec of a negotiated subprotocol (msgpack when none was negotiated)."""
+    if subprotocol == JSON_SUBPROTOCOL:
+        return JsonCodec(limits)
+    return MsgpackCodec(limits)

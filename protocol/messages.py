@@ -1,0 +1,354 @@
+"""The message catalogue: every request a client sends and every frame a server sends.
+
+Requests are decoded into the frozen dataclasses below by :mod:`.codec`, which checks each
+field's type and bounds against :data:`REQUESTS`. Server frames are built from the
+dataclasses below and turned into plain data by ``to_wire()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "REQUESTS",
+    "Ack",
+    "Countdown",
+    "CreateRoom",
+    "Error",
+    "Hello",
+    "JoinRoom",
+    "LeaveRoom",
+    "Members",
+    "Ok",
+    "Ping",
+    "PlayMove",
+    "Pong",
+    "Progress",
+    "RaceOver",
+    "RaceStarted",
+    "Rematch",
+    "Request",
+    "Resign",
+    "RoomSnapshot",
+    "ServerMessage",
+    "SetReady",
+    "StartRace",
+    "Sync",
+    "Welcome",
+]
+
+PROTOCOL_VERSION = 1
+Data = dict[str, Any]
+
+# -- requests (client to server) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """Identify: a new player picks ``name``; a returning one sends its ``token``."""
+
+    type: ClassVar[str] = "hello"
+    id: int
+    name: str | None = None
+    token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRoom:
+    """Create a room and join it as its host (a player)."""
+
+    type: ClassVar[str] = "create_room"
+    id: int
+    variant: str
+    max_players: int = 4
+    spectators: bool = True
+    undo: bool = True
+    time_limit: int = 900
+    countdown: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRoom:
+    """Join a room by its code, as a ``player`` or a ``spectator``."""
+
+    type: ClassVar[str] = "join_room"
+    id: int
+    code: str
+    role: str = "player"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveRoom:
+    """Leave the current room (a player in a running race resigns)."""
+
+    type: ClassVar[str] = "leave_room"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetReady:
+    """Say whether this player is ready; the race starts when every player is."""
+
+    type: ClassVar[str] = "ready"
+    id: int
+    ready: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StartRace:
+    """The host starts the countdown."""
+
+    type: ClassVar[str] = "start"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlayMove:
+    """Play ``move`` (engine notation, ``u`` for undo) on top of revision ``rev``."""
+
+    type: ClassVar[str] = "move"
+    id: int
+    move: str
+    rev: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resign:
+    """Give up the current race."""
+
+    type: ClassVar[str] = "resign"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rematch:
+    """After a race, open the room for a new race on a new deal."""
+
+    type: ClassVar[str] = "rematch"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sync:
+    """Ask for a full snapshot of the room (after a sequence gap, say)."""
+
+    type: ClassVar[str] = "sync"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """Ask for a pong."""
+
+    type: ClassVar[str] = "ping"
+    id: int
+
+
+Request = (
+    Hello
+    | CreateRoom
+    | JoinRoom
+    | LeaveRoom
+    | SetReady
+    | StartRace
+    | PlayMove
+    | Resign
+    | Rematch
+    | Sync
+    | Ping
+)
+
+# Field specs for validation: name -> (kind, required). Kinds: int, str, bool, str? (or None).
+FieldSpec = tuple[str, bool]
+REQUESTS: dict[str, tuple[type[Any], dict[str, FieldSpec]]] = {}
+
+
+def _spec(cls: type[Any]) -> dict[str, FieldSpec]:
+    kinds = {"int": "int", "str": "str", "bool": "bool", "str | None": "str?"}
+    out: dict[str, FieldSpec] = {}
+    for f in fields(cls):
+        required = f.default is f.default_factory  # both MISSING when there is no default
+        out[f.name] = (kinds[str(f.type)], required)
+    return out
+
+
+for _cls in (
+    Hello,
+    CreateRoom,
+    JoinRoom,
+    LeaveRoom,
+    SetReady,
+    StartRace,
+    PlayMove,
+    Resign,
+    Rematch,
+    Sync,
+    Ping,
+):
+    REQUESTS[_cls.type] = (_cls, _spec(_cls))
+
+# -- server frames ---------------------------------------------------------------------------
+
+
+class _Wire:
+    type: ClassVar[str]
+    __slots__ = ()
+
+    def to_wire(self) -> Data:
+        """The frame as plain data, ``type`` first; fields that are None are left out."""
+        data: Data = {"type": self.type}
+        names: tuple[str, ...] = getattr(self, "__slots__", ())
+        for name in names:
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome(_Wire):
+    """Reply to hello: who the server takes this connection for, and its token."""
+
+    type: ClassVar[str] = "welcome"
+    id: int
+    player_id: str
+    name: str
+    token: str
+    room: str | None = None
+    protocol: int = PROTOCOL_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Ok(_Wire):
+    """A request was done."""
+
+    type: ClassVar[str] = "ok"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pong(_Wire):
+    """Reply to ping."""
+
+    type: ClassVar[str] = "pong"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Error(_Wire):
+    """A refused request or frame: a stable ``code`` and a sentence.
+
+    ``reason`` carries the engine's code for an illegal move; ``rev`` the current revision.
+    """
+
+    type: ClassVar[str] = "error"
+    id: int | None
+    code: str
+    message: str
+    reason: str | None = None
+    rev: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ack(_Wire):
+    """A move was applied (or had been: ``duplicate``); the new revision and the player's view."""
+
+    type: ClassVar[str] = "ack"
+    id: int
+    rev: int
+    move: str
+    view: Data
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RoomSnapshot(_Wire):
+    """The whole room as this connection may see it, at sequence number ``seq``."""
+
+    type: ClassVar[str] = "room"
+    id: int | None
+    room: Data
+
+
+@dataclass(frozen=True, slots=True)
+class Members(_Wire):
+    """Room event: who is in the room, the host, the settings and the room's state."""
+
+    type: ClassVar[str] = "members"
+    room: str
+    seq: int
+    state: str
+    host: str | None
+    members: list[Data]
+    settings: Data
+
+
+@dataclass(frozen=True, slots=True)
+class Countdown(_Wire):
+    """Room event: the race starts in ``seconds``."""
+
+    type: ClassVar[str] = "countdown"
+    room: str
+    seq: int
+    seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class RaceStarted(_Wire):
+    """Room event: the deal is out. Players get their ``view``; spectators get ``boards``."""
+
+    type: ClassVar[str] = "race_started"
+    room: str
+    seq: int
+    race: int
+    variant: str
+    time_limit: int
+    players: list[Data]
+    view: Data | None = None
+    rev: int | None = None
+    boards: dict[str, Data] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress(_Wire):
+    """Room event: one player's progress; spectators also get the player's masked ``view``."""
+
+    type: ClassVar[str] = "progress"
+    room: str
+    seq: int
+    player_id: str
+    banked: int
+    moves: int
+    status: str
+    elapsed_ms: int
+    view: Data | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RaceOver(_Wire):
+    """Room event: the ranked results, with the seed now revealed."""
+
+    type: ClassVar[str] = "race_over"
+    room: str
+    seq: int
+    race: int
+    variant: str
+    seed: int
+    results: list[Data] = field(default_factory=list)
+
+
+ServerMessage = (
+    Welcome
+    | Ok
+    | Pong
+    | Error
+    | Ack
+    | RoomSnapshot
+    | Members
+    | Countdown
+    | RaceStarted
+    | Progress
+    | RaceOver
+)
