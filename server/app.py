@@ -1,0 +1,192 @@
+"""The websockets adapter: connections, HTTP endpoints and the server's life cycle."""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import itertools
+import mimetypes
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+from websockets.protocol import State
+from websockets.typing import Subprotocol
+
+from ..protocol import MSGPACK_SUBPROTOCOL, SUBPROTOCOLS, RateLimiter, codec_for
+from .backends import Backend, EmbeddedBackend
+from .config import ServerConfig
+from .logs import configure_logging
+from .node import Node, Session
+
+__all__ = ["SolraceServer", "make_backend", "run"]
+
+log = structlog.get_logger("solrace.server")
+WEB_ROOT = Path(__file__).resolve().parent.parent / "client" / "web"
+_conn_ids = itertools.count(1)
+
+
+def make_backend(config: ServerConfig) -> Backend:
+    """The Redis backend when a URL is configured, else the embedded one."""
+    if config.redis_url:
+        from .backends.redis import RedisBackend  # type: ignore[import-not-found,unused-ignore]
+
+        backend: Backend = RedisBackend(config.redis_url)
+        return backend
+    return EmbeddedBackend(config.data_dir)
+
+
+def _select_subprotocol(
+    connection: ServerConnection, offered: Sequence[Subprotocol]
+) -> Subprotocol | None:
+    for name in SUBPROTOCOLS:
+        if name in offered:
+            return Subprotocol(name)
+    if offered:
+        from websockets.exceptions import NegotiationError
+
+        raise NegotiationError("unsupported subprotocol; offer one of " + ", ".join(SUBPROTOCOLS))
+    return Subprotocol(MSGPACK_SUBPROTOCOL)
+
+
+def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
+    headers = Headers(
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-cache"),
+        ]
+    )
+    return Response(status.value, status.phrase, headers, body)
+
+
+class SolraceServer:
+    """A node served over websockets, with /healthz, /readyz, /metrics and the web page."""
+
+    def __init__(self, node: Node, config: ServerConfig) -> None:
+        self.node = node
+        self.config = config
+        self._server: Server | None = None
+
+    @property
+    def port(self) -> int:
+        """The port actually bound (useful with port 0)."""
+        assert self._server is not None
+        sockets = list(self._server.sockets)
+        return int(sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        """Start the node and listen."""
+        await self.node.start()
+        self._server = await serve(
+            self._handler,
+            self.config.host,
+            self.config.port,
+            subprotocols=[Subprotocol(s) for s in SUBPROTOCOLS],
+            select_subprotocol=_select_subprotocol,
+            process_request=self._process_request,
+            compression=None,
+            max_size=self.config.limits.max_frame_bytes,
+            max_queue=32,
+            ping_interval=self.config.ping_interval_s,
+            server_header="solrace",
+        )
+        log.info("listening", host=self.config.host, port=self.port, backend=self.node.backend.name)
+
+    async def close(self) -> None:
+        """Close every connection with 1001 (going away), then stop the node."""
+        if self._server is not None:
+            self._server.close(close_connections=True)
+            await self._server.wait_closed()
+        await self.node.stop()
+
+    async def _process_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | None:
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return None
+        path = request.path.split("?", 1)[0]
+        if path == "/healthz":
+            return _response(http.HTTPStatus.OK, b"ok\n", "text/plain")
+        if path == "/readyz":
+            ready = await self.node.backend.ready()
+            status = http.HTTPStatus.OK if ready else http.HTTPStatus.SERVICE_UNAVAILABLE
+            return _response(status, b"ready\n" if ready else b"not ready\n", "text/plain")
+        if path == "/metrics":
+            return _response(
+                http.HTTPStatus.OK, self.node.metrics.render(), "text/plain; version=0.0.4"
+            )
+        return self._static(path)
+
+    def _static(self, path: str) -> Response:
+        if path == "/" or path.startswith("/r/") or path == "/daily":
+            path = "/index.html"
+        target = (WEB_ROOT / path.lstrip("/")).resolve()
+        if WEB_ROOT not in target.parents or not target.is_file():
+            return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+        content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if target.suffix == ".js":
+            content_type = "text/javascript"
+        return _response(http.HTTPStatus.OK, target.read_bytes(), content_type)
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        conn_id = f"c{next(_conn_ids)}"
+        structlog.contextvars.bind_contextvars(conn=conn_id)
+        codec = codec_for(ws.subprotocol, self.config.limits)
+        limits = self.config.limits
+        max_buffer = self.config.max_write_buffer
+
+        async def send(frame: bytes | str) -> None:
+            await ws.send(frame)
+
+        def push(frame: bytes | str) -> None:
+            # broadcast() has no backpressure: a client that lets its buffer grow is closed
+            # and resumes from a snapshot instead of holding the server's memory.
+            if ws.state is not State.OPEN:
+                return
+            if ws.transport.get_write_buffer_size() > max_buffer:
+                self.node._spawn(ws.close(1013, "too slow: resume to catch up"))
+                return
+            broadcast([ws], frame)
+
+        async def close(code: int, reason: str) -> None:
+            await ws.close(code, reason)
+
+        session = Session(
+            conn_id,
+            codec,
+            send,
+            push,
+            close,
+            RateLimiter(limits.messages_per_second, limits.burst, time.monotonic()),
+        )
+        metrics = self.node.metrics
+        metrics.connections.inc()
+        try:
+            async for frame in ws:
+                await self.node.handle_frame(session, frame)
+        except ConnectionClosed:
+            pass
+        finally:
+            metrics.connections.dec()
+            await self.node.disconnected(session)
+
+
+async def run(config: ServerConfig) -> None:
+    """Serve until SIGTERM or SIGINT, then close every connection with 1001."""
+    configure_logging(config.log_format)
+    server = SolraceServer(Node(make_backend(config), config), config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting_down")
+    await server.close()

@@ -1,0 +1,8 @@
+"""Backends: where nodes keep what they share."""
+
+from __future__ import annotations
+
+from .base import Backend, BackendUnavailable, EventHandler, RoomUpdate
+from .embedded import EmbeddedBackend
+
+__all__ = ["Backend", "BackendUnavailable", "EmbeddedBackend", "EventHandler", "RoomUpdate"]

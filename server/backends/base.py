@@ -1,0 +1,121 @@
+"""The backend interface: shared room records, move logs, players, results and pub/sub.
+
+Two implementations pass the same tests: :mod:`.embedded` (one process, SQLite) and,
+for several nodes, a Redis one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from ..room import Outcome, Room
+
+__all__ = ["Backend", "BackendUnavailable", "EventHandler", "RoomUpdate"]
+
+EventHandler = Callable[[str, dict[str, Any]], None]
+"""Called with a room code and an event's plain data, in publishing order."""
+
+RoomUpdate = Callable[[Room], Outcome]
+"""A pure change of a room record; it may raise ProtocolError to refuse."""
+
+
+class BackendUnavailable(Exception):
+    """The backend cannot be reached now; nothing was written."""
+
+
+class Backend(ABC):
+    """Where nodes keep what they share."""
+
+    name: str = "backend"
+
+    async def start(self) -> None:  # noqa: B027 (an optional hook)
+        """Connect and prepare storage."""
+
+    async def close(self) -> None:  # noqa: B027 (an optional hook)
+        """Flush and disconnect."""
+
+    @abstractmethod
+    async def ready(self) -> bool:
+        """Whether the backend answers now."""
+
+    @abstractmethod
+    async def secret(self) -> bytes:
+        """The key that signs player tokens, the same on every node."""
+
+    # players ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def save_player(self, player_id: str, name: str) -> None:
+        """Remember a player's display name."""
+
+    @abstractmethod
+    async def player_name(self, player_id: str) -> str | None:
+        """A player's display name, or None for an unknown player."""
+
+    @abstractmethod
+    async def set_player_room(self, player_id: str, code: str | None) -> None:
+        """Remember which room a player is in (None: none)."""
+
+    @abstractmethod
+    async def player_room(self, player_id: str) -> str | None:
+        """The room a player is in, if any."""
+
+    # rooms ------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def create_room(self, room: Room) -> bool:
+        """Store a new room record; False if its code is taken."""
+
+    @abstractmethod
+    async def load_room(self, code: str) -> Room | None:
+        """The room's record, or None."""
+
+    @abstractmethod
+    async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
+        """Apply ``change`` to the record atomically; a None room deletes it.
+
+        Raises ProtocolError(ROOM_NOT_FOUND) for an unknown room, and whatever ``change``
+        raises, leaving the record as it was.
+        """
+
+    @abstractmethod
+    async def room_count(self) -> int:
+        """How many rooms exist."""
+
+    # move logs --------------------------------------------------------------------------
+
+    @abstractmethod
+    async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+        """Log move number ``rev`` (counting from 0) durably, before it is acked."""
+
+    @abstractmethod
+    async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
+        """A player's logged moves in a race, in order."""
+
+    # results ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def save_results(
+        self, code: str, race: int, variant: str, seed: int, results: list[dict[str, Any]]
+    ) -> None:
+        """Keep a finished race's ranked results."""
+
+    @abstractmethod
+    async def load_results(self, code: str, race: int) -> dict[str, Any] | None:
+        """A finished race's results, with its variant and seed."""
+
+    # pub/sub ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def publish(self, code: str, event: dict[str, Any]) -> None:
+        """Send an event to every node subscribed to the room."""
+
+    @abstractmethod
+    async def subscribe(self, code: str, handler: EventHandler) -> None:
+        """Receive the room's events while this node holds a member of it."""
+
+    @abstractmethod
+    async def unsubscribe(self, code: str) -> None:
+        """Stop receiving the room's events."""

@@ -1,0 +1,759 @@
+"""One server node: sessions, the rooms it holds members of, and the way a move travels.
+
+The node is the adapter around the pure room state machine (:mod:`.room`) and the engine:
+it decodes requests, checks them against the session, applies moves to the player's own
+game, logs them before the ack, updates the shared room record through the backend, and
+fans published room events out to its local members. It knows nothing of websockets: a
+:class:`Session` is given two callables to send frames with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+import structlog
+
+from ..engine import (
+    VARIANTS,
+    Game,
+    IllegalMove,
+    NotationError,
+    format_move,
+    new_game,
+    parse_move,
+    player_view,
+    spectator_view,
+)
+from ..protocol import (
+    Ack,
+    Codec,
+    CreateRoom,
+    Error,
+    ErrorCode,
+    Hello,
+    JoinRoom,
+    LeaveRoom,
+    Ok,
+    Ping,
+    PlayMove,
+    Pong,
+    ProtocolError,
+    RaceOver,
+    RaceStarted,
+    RateLimiter,
+    Rematch,
+    Resign,
+    RoomSnapshot,
+    ServerMessage,
+    SetReady,
+    StartRace,
+    Sync,
+    Welcome,
+)
+from . import room as rooms
+from .backends import Backend, BackendUnavailable
+from .config import ServerConfig
+from .identity import check_name, new_player_id, sign_token, verify_token
+from .metrics import Metrics
+from .room import Outcome, Role, Room, RoomState, Settings
+
+__all__ = ["Node", "Session"]
+
+log = structlog.get_logger("solrace.server")
+
+ROOM_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+ROOM_CODE_LENGTH = 8
+STATE_EVENTS = frozenset({"members", "countdown", "race_started", "race_over"})
+
+
+def new_room_code() -> str:
+    """A short, unguessable room code (31^8 possibilities)."""
+    return "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
+
+
+class Session:
+    """One connection: who it is, which room and role, and how to send to it."""
+
+    __slots__ = (
+        "close",
+        "codec",
+        "conn_id",
+        "limiter",
+        "name",
+        "player_id",
+        "push",
+        "role",
+        "room",
+        "send",
+    )
+
+    def __init__(
+        self,
+        conn_id: str,
+        codec: Codec,
+        send: Callable[[bytes | str], Awaitable[None]],
+        push: Callable[[bytes | str], None],
+        close: Callable[[int, str], Awaitable[None]],
+        limiter: RateLimiter,
+    ) -> None:
+        self.conn_id = conn_id
+        self.codec = codec
+        self.send = send
+        self.push = push
+        self.close = close
+        self.limiter = limiter
+        self.player_id: str | None = None
+        self.name = ""
+        self.room: str | None = None
+        self.role: Role | None = None
+
+    async def reply(self, message: ServerMessage) -> None:
+        """Send a reply, waiting for the socket to take it."""
+        await self.send(self.codec.encode(message))
+
+
+class Node:
+    """A server node on one backend."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        config: ServerConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.backend = backend
+        self.config = config or ServerConfig()
+        self.clock = clock
+        self.metrics = Metrics()
+        self.secret = b""
+        self.sessions: dict[str, Session] = {}
+        self.local: dict[str, set[Session]] = {}
+        self.rooms: dict[str, Room] = {}
+        self.games: dict[tuple[str, int, str], Game] = {}
+        self.boards: dict[str, dict[str, dict[str, Any]]] = {}
+        self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.grace_ms = int(self.config.resume_grace_s * 1000)
+        self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
+            Hello: self._hello,
+            CreateRoom: self._create_room,
+            JoinRoom: self._join_room,
+            LeaveRoom: self._leave_room,
+            SetReady: self._ready,
+            StartRace: self._start,
+            PlayMove: self._move,
+            Resign: self._resign,
+            Rematch: self._rematch,
+            Sync: self._sync,
+            Ping: self._ping,
+        }
+
+    async def start(self) -> None:
+        """Start the backend and read the token secret."""
+        await self.backend.start()
+        self.secret = await self.backend.secret()
+
+    async def stop(self) -> None:
+        """Cancel timers and workers, then close the backend."""
+        for timer in self._timers.values():
+            timer.cancel()
+        for task in [*self._workers.values(), *self._tasks]:
+            task.cancel()
+        await self.backend.close()
+
+    def now_ms(self) -> int:
+        """Milliseconds since the epoch, from the node's clock."""
+        return int(self.clock() * 1000)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- frames in -----------------------------------------------------------------------
+
+    async def handle_frame(self, session: Session, frame: bytes | str) -> None:
+        """Decode, check and carry out one frame; every failure becomes an error frame."""
+        started = time.perf_counter()
+        if not session.limiter.allow(time.monotonic()):
+            await self._error(session, None, ErrorCode.RATE_LIMITED, "too many messages: slow down")
+            if session.limiter.violations > self.config.limits.max_rate_violations:
+                await session.close(1008, "rate limit exceeded")
+            return
+        try:
+            request = session.codec.decode(frame)
+        except ProtocolError as error:
+            await self._error(session, error.request_id, error.code, error.message)
+            return
+        try:
+            await self._handlers[type(request)](session, request)
+        except ProtocolError as error:
+            await self._error(session, request.id, error.code, error.message, rev=None)
+        except BackendUnavailable:
+            await self._error(
+                session, request.id, ErrorCode.UNAVAILABLE, "storage is unavailable: try again"
+            )
+        except Exception:
+            log.exception("request_failed", type=request.type)
+            await self._error(session, request.id, ErrorCode.INTERNAL, "the server failed")
+        self.metrics.handling.labels(request.type).observe(time.perf_counter() - started)
+
+    async def _error(
+        self,
+        session: Session,
+        request_id: int | None,
+        code: ErrorCode,
+        message: str,
+        *,
+        reason: str | None = None,
+        rev: int | None = None,
+    ) -> None:
+        self.metrics.errors.labels(code.value).inc()
+        await session.reply(Error(request_id, code.value, message, reason, rev))
+
+    @staticmethod
+    def _identified(session: Session) -> str:
+        if session.player_id is None:
+            raise ProtocolError(ErrorCode.NOT_IDENTIFIED, "say hello first")
+        return session.player_id
+
+    @staticmethod
+    def _in_room(session: Session) -> str:
+        if session.room is None:
+            raise ProtocolError(ErrorCode.NOT_IN_ROOM, "you are not in a room")
+        return session.room
+
+    # -- identity ------------------------------------------------------------------------
+
+    async def _hello(self, session: Session, req: Hello) -> None:
+        if session.player_id is not None:
+            raise ProtocolError(ErrorCode.ALREADY_IDENTIFIED, "this connection said hello already")
+        max_len = self.config.limits.max_name_len
+        if req.token is not None:
+            player_id = verify_token(self.secret, req.token)
+            name = await self.backend.player_name(player_id) if player_id else None
+            if player_id is None or name is None:
+                raise ProtocolError(ErrorCode.BAD_TOKEN, "that token is not valid here")
+            if req.name is not None and check_name(req.name, max_len) != name:
+                name = check_name(req.name, max_len)
+                await self.backend.save_player(player_id, name)
+        else:
+            name = check_name(req.name or "", max_len)
+            player_id = new_player_id()
+            await self.backend.save_player(player_id, name)
+        old = self.sessions.get(player_id)
+        if old is not None and old is not session:
+            await self._detach(old)
+            old.player_id = None
+            self._spawn(old.close(4001, "connected again elsewhere"))
+        session.player_id, session.name = player_id, name
+        self.sessions[player_id] = session
+        structlog.contextvars.bind_contextvars(player=player_id)
+        code = await self.backend.player_room(player_id)
+        room = await self.backend.load_room(code) if code else None
+        if room is None or player_id not in room.members:
+            if code:
+                await self.backend.set_player_room(player_id, None)
+            await session.reply(
+                Welcome(req.id, player_id, name, sign_token(self.secret, player_id))
+            )
+            return
+        await self._attach(session, room, room.members[player_id].role)
+        await session.reply(
+            Welcome(req.id, player_id, name, sign_token(self.secret, player_id), room=room.code)
+        )
+        outcome = await self.backend.update_room(
+            room.code, lambda r: rooms.set_connected(r, player_id, True, self.now_ms())
+        )
+        await self._publish(room.code, outcome)
+        await session.reply(RoomSnapshot(None, await self._snapshot(session)))
+        log.info("resumed", room=room.code)
+
+    # -- rooms ---------------------------------------------------------------------------
+
+    def _check_room_capacity(self, code: str | None) -> None:
+        if code not in self.local and len(self.local) >= self.config.max_rooms_per_node:
+            raise ProtocolError(ErrorCode.TOO_MANY_ROOMS, "this server holds all the rooms it can")
+
+    def _settings(self, req: CreateRoom) -> Settings:
+        if req.variant not in VARIANTS:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_VARIANT, f"unknown variant; one of {', '.join(VARIANTS)}"
+            )
+        cfg = self.config
+        checks = (
+            (
+                1 <= req.max_players <= cfg.max_players_per_room,
+                f"max_players: 1 to {cfg.max_players_per_room}",
+            ),
+            (
+                10 <= req.time_limit <= cfg.max_time_limit_s,
+                f"time_limit: 10 to {cfg.max_time_limit_s} seconds",
+            ),
+            (
+                0 <= req.countdown <= cfg.max_countdown_s,
+                f"countdown: 0 to {cfg.max_countdown_s} seconds",
+            ),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ProtocolError(ErrorCode.BAD_SETTINGS, message)
+        return Settings(
+            req.variant, req.max_players, req.spectators, req.undo, req.time_limit, req.countdown
+        )
+
+    async def _create_room(self, session: Session, req: CreateRoom) -> None:
+        player_id = self._identified(session)
+        if session.room is not None:
+            raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+        settings = self._settings(req)
+        self._check_room_capacity(None)
+        while True:
+            outcome = rooms.create(new_room_code(), settings, player_id, session.name)
+            assert outcome.room is not None
+            if await self.backend.create_room(outcome.room):
+                break
+        room = outcome.room
+        await self._attach(session, room, Role.PLAYER)
+        await self.backend.set_player_room(player_id, room.code)
+        await session.reply(RoomSnapshot(req.id, await self._snapshot(session)))
+        await self._publish(room.code, outcome)
+        log.info("room_created", room=room.code, variant=settings.variant)
+
+    async def _join_room(self, session: Session, req: JoinRoom) -> None:
+        player_id = self._identified(session)
+        code = req.code.strip().upper()
+        if session.room is not None:
+            raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+        if req.role not in ("player", "spectator"):
+            raise ProtocolError(ErrorCode.BAD_FIELD, "role is 'player' or 'spectator'")
+        role = Role(req.role)
+        self._check_room_capacity(code)
+        outcome = await self.backend.update_room(
+            code,
+            lambda r: rooms.join(
+                r, player_id, session.name, role, max_spectators=self.config.max_spectators_per_room
+            ),
+        )
+        assert outcome.room is not None
+        await self._attach(session, outcome.room, role)
+        await self.backend.set_player_room(player_id, code)
+        await session.reply(RoomSnapshot(req.id, await self._snapshot(session)))
+        await self._publish(code, outcome)
+
+    async def _leave_room(self, session: Session, req: LeaveRoom) -> None:
+        player_id = self._identified(session)
+        code = self._in_room(session)
+        outcome = await self.backend.update_room(
+            code, lambda r: rooms.leave(r, player_id, self.now_ms())
+        )
+        await self._publish(code, outcome)
+        await self._detach(session)
+        await self.backend.set_player_room(player_id, None)
+        await session.reply(Ok(req.id))
+
+    async def _ready(self, session: Session, req: SetReady) -> None:
+        player_id = self._identified(session)
+        code = self._in_room(session)
+        seed = secrets.randbits(64)
+        outcome = await self.backend.update_room(
+            code, lambda r: rooms.set_ready(r, player_id, req.ready, self.now_ms(), seed)
+        )
+        await session.reply(Ok(req.id))
+        await self._publish(code, outcome)
+
+    async def _start(self, session: Session, req: StartRace) -> None:
+        player_id = self._identified(session)
+        code = self._in_room(session)
+        seed = secrets.randbits(64)
+        outcome = await self.backend.update_room(
+            code, lambda r: rooms.start(r, player_id, self.now_ms(), seed)
+        )
+        await session.reply(Ok(req.id))
+        await self._publish(code, outcome)
+
+    async def _rematch(self, session: Session, req: Rematch) -> None:
+        player_id = self._identified(session)
+        code = self._in_room(session)
+        outcome = await self.backend.update_room(code, lambda r: rooms.rematch(r, player_id))
+        await session.reply(Ok(req.id))
+        await self._publish(code, outcome)
+
+    async def _sync(self, session: Session, req: Sync) -> None:
+        self._identified(session)
+        self._in_room(session)
+        await session.reply(RoomSnapshot(req.id, await self._snapshot(session)))
+
+    async def _ping(self, session: Session, req: Ping) -> None:
+        await session.reply(Pong(req.id))
+
+    # -- racing --------------------------------------------------------------------------
+
+    def _racing(self, session: Session) -> tuple[str, Room, str]:
+        player_id = self._identified(session)
+        code = self._in_room(session)
+        room = self.rooms.get(code)
+        if room is None or room.state in (RoomState.LOBBY, RoomState.COUNTDOWN):
+            raise ProtocolError(ErrorCode.RACE_NOT_STARTED, "the race has not started")
+        if room.state is RoomState.FINISHED:
+            raise ProtocolError(ErrorCode.RACE_OVER, "the race is over")
+        if session.role is not Role.PLAYER or player_id not in room.players:
+            raise ProtocolError(ErrorCode.NOT_A_PLAYER, "only the race's players make moves")
+        if room.deadline_ms is not None and self.now_ms() >= room.deadline_ms:
+            raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
+        standing = room.players[player_id]
+        if standing.done:
+            raise ProtocolError(ErrorCode.GAME_OVER, f"your game is over ({standing.status})")
+        return code, room, player_id
+
+    async def _game(self, room: Room, player_id: str) -> Game:
+        """The player's game in the room's current race, kept for the race's length."""
+        key = (room.code, room.race, player_id)
+        game = self.games.get(key)
+        if game is None:
+            game = self.games[key] = await self._replayed(room, player_id)
+        return game
+
+    async def _move(self, session: Session, req: PlayMove) -> None:
+        code, room, player_id = self._racing(session)
+        game = await self._game(room, player_id)
+        rev = game.moves
+        if req.rev != rev:
+            if req.rev < rev and format_move(game.log[req.rev]) == normalise(req.move):
+                await session.reply(
+                    Ack(req.id, rev, format_move(game.log[req.rev]), player_view(game), True)
+                )
+                return
+            await self._error(
+                session,
+                req.id,
+                ErrorCode.STALE_REVISION,
+                f"your board is at revision {req.rev}; the game is at {rev}",
+                rev=rev,
+            )
+            return
+        try:
+            move = parse_move(req.move)
+        except NotationError as error:
+            raise ProtocolError(ErrorCode.BAD_MOVE, str(error)) from None
+        try:
+            game.apply(move)
+        except IllegalMove as error:
+            self.metrics.refused.labels(error.reason.value).inc()
+            await self._error(
+                session,
+                req.id,
+                ErrorCode.ILLEGAL_MOVE,
+                error.message,
+                reason=error.reason.value,
+                rev=rev,
+            )
+            return
+        try:
+            await self.backend.append_move(code, room.race, player_id, rev, format_move(move))
+        except BaseException:
+            del self.games[(code, room.race, player_id)]  # rebuilt from the log on next use
+            raise
+        self.metrics.moves.inc()
+        await session.reply(Ack(req.id, game.moves, format_move(move), player_view(game)))
+        status = game.status.value
+        watched = any(m.role is Role.SPECTATOR for m in room.members.values())
+        view = spectator_view(game) if watched else None
+        banked, moves = game.banked, game.moves
+        outcome = await self.backend.update_room(
+            code,
+            lambda r: rooms.progress(
+                r,
+                player_id,
+                now_ms=self.now_ms(),
+                status=status,
+                banked=banked,
+                moves=moves,
+                view=view,
+            ),
+        )
+        await self._publish(code, outcome)
+
+    async def _resign(self, session: Session, req: Resign) -> None:
+        code, room, player_id = self._racing(session)
+        game = await self._game(room, player_id)
+        game.resign()
+        outcome = await self.backend.update_room(
+            code, lambda r: rooms.progress(r, player_id, now_ms=self.now_ms(), status="resigned")
+        )
+        await session.reply(Ok(req.id))
+        await self._publish(code, outcome)
+
+    # -- membership on this node ---------------------------------------------------------
+
+    async def _attach(self, session: Session, room: Room, role: Role) -> None:
+        code = room.code
+        session.room, session.role = code, role
+        members = self.local.get(code)
+        if members is None:
+            members = self.local[code] = set()
+            queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+            self._queues[code] = queue
+            self._workers[code] = asyncio.ensure_future(self._fan_out_worker(code, queue))
+            await self.backend.subscribe(code, self._on_event)
+            self.metrics.rooms.set(len(self.local))
+        members.add(session)
+        self.rooms[code] = room
+        self._arm(room)
+
+    async def _detach(self, session: Session) -> None:
+        code = session.room
+        session.room = session.role = None
+        if code is None:
+            return
+        members = self.local.get(code)
+        if members is None:
+            return
+        members.discard(session)
+        if not members:
+            await self._forget(code)
+
+    async def _forget(self, code: str) -> None:
+        """Drop the subscription and every reference to a room this node no longer holds."""
+        self.local.pop(code, None)
+        await self.backend.unsubscribe(code)
+        worker = self._workers.pop(code, None)
+        self._queues.pop(code, None)
+        if worker is not None:
+            worker.cancel()
+        timer = self._timers.pop(code, None)
+        if timer is not None:
+            timer.cancel()
+        self.rooms.pop(code, None)
+        self.boards.pop(code, None)
+        for key in [k for k in self.games if k[0] == code]:
+            del self.games[key]
+        self.metrics.rooms.set(len(self.local))
+
+    async def disconnected(self, session: Session) -> None:
+        """A connection closed: spectators leave, players may resume within the grace period."""
+        player_id = session.player_id
+        if player_id is None:
+            return
+        if self.sessions.get(player_id) is session:
+            del self.sessions[player_id]
+        code, role = session.room, session.role
+        if code is None:
+            return
+        try:
+            if role is Role.SPECTATOR:
+                outcome = await self.backend.update_room(
+                    code, lambda r: rooms.leave(r, player_id, self.now_ms())
+                )
+                await self.backend.set_player_room(player_id, None)
+            else:
+                outcome = await self.backend.update_room(
+                    code, lambda r: rooms.set_connected(r, player_id, False, self.now_ms())
+                )
+                loop = asyncio.get_running_loop()
+                loop.call_later(
+                    self.config.resume_grace_s + 0.05, lambda: self._spawn(self._tick(code))
+                )
+            await self._publish(code, outcome)
+        except (ProtocolError, BackendUnavailable):
+            pass
+        finally:
+            await self._detach(session)
+
+    # -- events out ----------------------------------------------------------------------
+
+    async def _publish(self, code: str, outcome: Outcome) -> None:
+        if outcome.room is not None and code in self.local:
+            self.rooms[code] = outcome.room
+            self._arm(outcome.room)
+        for event in outcome.events:
+            if isinstance(event, RaceOver):
+                await self.backend.save_results(
+                    code, event.race, event.variant, event.seed, event.results
+                )
+            await self.backend.publish(code, event.to_wire())
+
+    def _on_event(self, code: str, event: dict[str, Any]) -> None:
+        queue = self._queues.get(code)
+        if queue is not None:
+            queue.put_nowait(event)
+
+    async def _fan_out_worker(self, code: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        structlog.contextvars.bind_contextvars(room=code)
+        while True:
+            event = await queue.get()
+            try:
+                await self._fan_out(code, event)
+            except Exception:
+                log.exception("fan_out_failed", event=event.get("type"))
+
+    async def _fan_out(self, code: str, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind in STATE_EVENTS:
+            room = await self.backend.load_room(code)
+            if room is None:
+                self._deliver(code, event, event)
+                return
+            self.rooms[code] = room
+            self._arm(room)
+            if kind == "race_started":
+                await self._deliver_start(room, event)
+                return
+            if kind == "members":
+                for session in list(self.local.get(code, ())):
+                    if session.player_id not in room.members:
+                        await self._detach(session)
+                        if session.player_id is not None:
+                            await self.backend.set_player_room(session.player_id, None)
+        if kind == "progress":
+            view = event.get("view")
+            if view is not None:
+                self.boards.setdefault(code, {})[event["player_id"]] = view
+                bare = {k: v for k, v in event.items() if k != "view"}
+                self._deliver(code, bare, event)
+                return
+        self._deliver(code, event, event)
+
+    def _deliver(
+        self, code: str, to_players: dict[str, Any], to_spectators: dict[str, Any]
+    ) -> None:
+        frames: dict[tuple[int, bool], bytes | str] = {}
+        for session in self.local.get(code, ()):
+            spectator = session.role is Role.SPECTATOR
+            key = (id(type(session.codec)), spectator)
+            frame = frames.get(key)
+            if frame is None:
+                frame = frames[key] = session.codec.dumps(
+                    to_spectators if spectator else to_players
+                )
+            session.push(frame)
+
+    async def _deliver_start(self, room: Room, event: dict[str, Any]) -> None:
+        assert room.seed is not None
+        boards: dict[str, dict[str, Any]] = {}
+        for session in list(self.local.get(room.code, ())):
+            if session.role is Role.PLAYER and session.player_id in room.players:
+                game = await self._game(room, session.player_id)
+                message = replace(
+                    RaceStarted(**{k: v for k, v in event.items() if k != "type"}),
+                    view=player_view(game),
+                    rev=game.moves,
+                )
+                session.push(session.codec.encode(message))
+            else:
+                if not boards:
+                    fresh = new_game(room.settings.variant, room.seed)
+                    boards = {p: spectator_view(fresh) for p in room.players}
+                    self.boards[room.code] = dict(boards)
+                message = replace(
+                    RaceStarted(**{k: v for k, v in event.items() if k != "type"}), boards=boards
+                )
+                session.push(session.codec.encode(message))
+
+    # -- timers --------------------------------------------------------------------------
+
+    def _arm(self, room: Room) -> None:
+        code = room.code
+        old = self._timers.pop(code, None)
+        if old is not None:
+            old.cancel()
+        if code not in self.local:
+            return
+        when = rooms.next_deadline(room, self.grace_ms)
+        if when is None:
+            return
+        delay = max(0.0, (when - self.now_ms()) / 1000)
+        loop = asyncio.get_running_loop()
+        self._timers[code] = loop.call_later(delay, lambda: self._spawn(self._tick(code)))
+
+    async def _tick(self, code: str) -> None:
+        try:
+            outcome = await self.backend.update_room(
+                code, lambda r: rooms.tick(r, self.now_ms(), self.grace_ms)
+            )
+        except ProtocolError:
+            return
+        except BackendUnavailable:
+            loop = asyncio.get_running_loop()
+            loop.call_later(1.0, lambda: self._spawn(self._tick(code)))
+            return
+        await self._publish(code, outcome)
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    async def _snapshot(self, session: Session) -> dict[str, Any]:
+        """The whole room as this session may see it; the seed only once the race is over."""
+        code = self._in_room(session)
+        room = await self.backend.load_room(code)
+        if room is None:
+            raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, "the room is gone")
+        self.rooms[code] = room
+        now = self.now_ms()
+        data: dict[str, Any] = {
+            "code": room.code,
+            "seq": room.seq,
+            "state": room.state.value,
+            "host": room.host,
+            "settings": room.settings.to_wire(),
+            "members": [m.to_wire() for m in room.members.values()],
+            "race": room.race,
+            "you": {
+                "player_id": session.player_id,
+                "role": session.role.value if session.role else None,
+            },
+        }
+        if room.state is RoomState.COUNTDOWN and room.starts_ms is not None:
+            data["starts_in_ms"] = max(0, room.starts_ms - now)
+        if room.state in (RoomState.RACING, RoomState.FINISHED) and room.starts_ms is not None:
+            data["elapsed_ms"] = max(0, min(now, room.deadline_ms or now) - room.starts_ms)
+            data["time_limit"] = room.settings.time_limit
+            data["players"] = [
+                {
+                    "player_id": p,
+                    "name": r.name,
+                    "banked": r.banked,
+                    "moves": r.moves,
+                    "status": r.status,
+                    "elapsed_ms": r.elapsed_ms,
+                }
+                for p, r in room.players.items()
+            ]
+            if session.role is Role.PLAYER and session.player_id in room.players:
+                game = await self._game(room, session.player_id)
+                data["you"]["view"] = player_view(game)
+                data["you"]["rev"] = game.moves
+            elif session.role is Role.SPECTATOR:
+                data["boards"] = {
+                    p: spectator_view(await self._replayed(room, p)) for p in room.players
+                }
+        if room.state is RoomState.FINISHED:
+            data["results"] = room.results
+            data["seed"] = room.seed
+        return data
+
+    async def _replayed(self, room: Room, player_id: str) -> Game:
+        """The player's game rebuilt from the deal and the move log (cached if held here)."""
+        cached = self.games.get((room.code, room.race, player_id))
+        if cached is not None:
+            return cached
+        assert room.seed is not None
+        game = new_game(room.settings.variant, room.seed, undo_allowed=room.settings.undo)
+        for text in await self.backend.read_moves(room.code, room.race, player_id):
+            game.apply(parse_move(text))
+        return game
+
+
+def normalise(text: str) -> str:
+    """A move's canonical text, or the text itself if it is not a move."""
+    try:
+        return format_move(parse_move(text))
+    except NotationError:
+        return text

@@ -1,0 +1,572 @@
+"""The room and race state machine. This module owns it; it does no I/O and reads no clock.
+
+A :class:`Room` is a plain record (it is what a backend stores). Every function here takes
+a room, a command and the time in milliseconds, and returns an :class:`Outcome`: the new
+record (or ``None`` once the room is empty) and the events to publish, already numbered
+with the room's sequence. The server's adapters persist the record atomically, publish the
+events, and arm timers at :func:`next_deadline`.
+
+States and transitions:
+
+============  ==========================================  ============
+from          on                                          to
+============  ==========================================  ============
+lobby         host starts, or every player ready (2+)     countdown
+countdown     the countdown ends (:func:`tick`)           racing
+countdown     the last player leaves                      lobby
+racing        every player done, or the time limit        finished
+finished      a player asks for a rematch                 lobby
+any           the last member leaves                      (deleted)
+============  ==========================================  ============
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from ..engine import new_game
+from ..protocol import (
+    Countdown,
+    ErrorCode,
+    Members,
+    Progress,
+    ProtocolError,
+    RaceOver,
+    RaceStarted,
+)
+
+__all__ = [
+    "DONE",
+    "TRANSITIONS",
+    "Event",
+    "Member",
+    "Outcome",
+    "PlayerRace",
+    "Role",
+    "Room",
+    "RoomState",
+    "Settings",
+    "create",
+    "join",
+    "leave",
+    "next_deadline",
+    "progress",
+    "ranked_results",
+    "rematch",
+    "set_connected",
+    "set_ready",
+    "start",
+    "tick",
+]
+
+Event = Members | Countdown | RaceStarted | Progress | RaceOver
+
+
+class RoomState(StrEnum):
+    """Where a room stands."""
+
+    LOBBY = "lobby"
+    COUNTDOWN = "countdown"
+    RACING = "racing"
+    FINISHED = "finished"
+
+
+TRANSITIONS: dict[tuple[RoomState, str], RoomState] = {
+    (RoomState.LOBBY, "start"): RoomState.COUNTDOWN,
+    (RoomState.COUNTDOWN, "countdown_over"): RoomState.RACING,
+    (RoomState.COUNTDOWN, "no_players"): RoomState.LOBBY,
+    (RoomState.RACING, "all_done"): RoomState.FINISHED,
+    (RoomState.RACING, "time_up"): RoomState.FINISHED,
+    (RoomState.FINISHED, "rematch"): RoomState.LOBBY,
+}
+
+
+class Role(StrEnum):
+    """A member's role in a room."""
+
+    PLAYER = "player"
+    SPECTATOR = "spectator"
+
+
+DONE = frozenset({"won", "stuck", "resigned", "out_of_time"})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """A room's settings, chosen by its creator."""
+
+    variant: str
+    max_players: int = 4
+    spectators: bool = True
+    undo: bool = True
+    time_limit: int = 900
+    countdown: int = 3
+
+    def to_wire(self) -> dict[str, Any]:
+        """The settings as plain data."""
+        return {
+            "variant": self.variant,
+            "max_players": self.max_players,
+            "spectators": self.spectators,
+            "undo": self.undo,
+            "time_limit": self.time_limit,
+            "countdown": self.countdown,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One member of a room."""
+
+    player_id: str
+    name: str
+    role: Role
+    ready: bool = False
+    connected: bool = True
+    left_ms: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The member as others see it."""
+        return {
+            "player_id": self.player_id,
+            "name": self.name,
+            "role": self.role.value,
+            "ready": self.ready,
+            "connected": self.connected,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRace:
+    """One player's standing in the current race."""
+
+    name: str
+    banked: int = 0
+    moves: int = 0
+    status: str = "playing"
+    elapsed_ms: int = 0
+    banked_at_ms: int = 0
+    finished_ms: int | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether this player's game has ended."""
+        return self.status in DONE
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """A room's record: what a backend stores and what every node agrees on."""
+
+    code: str
+    settings: Settings
+    state: RoomState = RoomState.LOBBY
+    host: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    seq: int = 0
+    race: int = 0
+    seed: int | None = None
+    starts_ms: int | None = None
+    deadline_ms: int | None = None
+    players: dict[str, PlayerRace] = field(default_factory=dict)
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    def role_of(self, player_id: str) -> Role | None:
+        """The member's role, or None if not a member."""
+        member = self.members.get(player_id)
+        return member.role if member else None
+
+    def player_ids(self) -> list[str]:
+        """The members who are players, in joining order."""
+        return [p for p, m in self.members.items() if m.role is Role.PLAYER]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain data, for a backend."""
+        return {
+            "code": self.code,
+            "settings": self.settings.to_wire(),
+            "state": self.state.value,
+            "host": self.host,
+            "members": [
+                [m.player_id, m.name, m.role.value, m.ready, m.connected, m.left_ms]
+                for m in self.members.values()
+            ],
+            "seq": self.seq,
+            "race": self.race,
+            "seed": self.seed,
+            "starts_ms": self.starts_ms,
+            "deadline_ms": self.deadline_ms,
+            "players": [
+                [
+                    p,
+                    r.name,
+                    r.banked,
+                    r.moves,
+                    r.status,
+                    r.elapsed_ms,
+                    r.banked_at_ms,
+                    r.finished_ms,
+                ]
+                for p, r in self.players.items()
+            ],
+            "results": self.results,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Room:
+        """The record from :meth:`to_dict`'s plain data."""
+        members = {m[0]: Member(m[0], m[1], Role(m[2]), m[3], m[4], m[5]) for m in data["members"]}
+        players = {p[0]: PlayerRace(*p[1:]) for p in data["players"]}
+        return cls(
+            code=data["code"],
+            settings=Settings(**data["settings"]),
+            state=RoomState(data["state"]),
+            host=data["host"],
+            members=members,
+            seq=data["seq"],
+            race=data["race"],
+            seed=data["seed"],
+            starts_ms=data["starts_ms"],
+            deadline_ms=data["deadline_ms"],
+            players=players,
+            results=data["results"],
+        )
+
+    def members_event(self, seq: int) -> Members:
+        """The members event at ``seq``."""
+        return Members(
+            room=self.code,
+            seq=seq,
+            state=self.state.value,
+            host=self.host,
+            members=[m.to_wire() for m in self.members.values()],
+            settings=self.settings.to_wire(),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A command's result: the new record (None once deleted) and the numbered events."""
+
+    room: Room | None
+    events: tuple[Event, ...] = ()
+
+
+def _fail(code: ErrorCode, message: str) -> ProtocolError:
+    return ProtocolError(code, message)
+
+
+def _emit(room: Room, *makers: Any) -> Outcome:
+    """Number events made by ``makers(room, seq)`` from the room's next sequence number."""
+    events = []
+    seq = room.seq
+    for make in makers:
+        seq += 1
+        events.append(make(room, seq))
+    return Outcome(replace(room, seq=seq), tuple(events))
+
+
+def _members(room: Room, seq: int) -> Members:
+    return room.members_event(seq)
+
+
+def create(code: str, settings: Settings, host_id: str, host_name: str) -> Outcome:
+    """A new room with its creator as host and first player."""
+    room = Room(
+        code=code,
+        settings=settings,
+        host=host_id,
+        members={host_id: Member(host_id, host_name, Role.PLAYER)},
+    )
+    return _emit(room, _members)
+
+
+def join(room: Room, player_id: str, name: str, role: Role, *, max_spectators: int) -> Outcome:
+    """Add a member; a player only before a race (in the lobby or after one)."""
+    if player_id in room.members:
+        member = room.members[player_id]
+        if member.role is role:
+            return set_connected(room, player_id, True, 0)
+        raise _fail(ErrorCode.ALREADY_IN_ROOM, "you are already in this room in another role")
+    if role is Role.PLAYER:
+        if room.state not in (RoomState.LOBBY, RoomState.FINISHED):
+            raise _fail(
+                ErrorCode.WRONG_STATE, "a race is on: join as a spectator, or wait for the rematch"
+            )
+        if len(room.player_ids()) >= room.settings.max_players:
+            raise _fail(ErrorCode.ROOM_FULL, f"the room has {room.settings.max_players} players")
+    else:
+        if not room.settings.spectators:
+            raise _fail(ErrorCode.SPECTATORS_NOT_ALLOWED, "this room takes no spectators")
+        spectators = sum(1 for m in room.members.values() if m.role is Role.SPECTATOR)
+        if spectators >= max_spectators:
+            raise _fail(ErrorCode.ROOM_FULL, f"the room has {max_spectators} spectators")
+    members = dict(room.members)
+    members[player_id] = Member(player_id, name, role)
+    host = room.host if room.host is not None or role is Role.SPECTATOR else player_id
+    return _emit(replace(room, members=members, host=host), _members)
+
+
+def _next_host(members: dict[str, Member], old: str | None) -> str | None:
+    if old in members and members[old].role is Role.PLAYER:
+        return old
+    for player_id, member in members.items():
+        if member.role is Role.PLAYER and member.connected:
+            return player_id
+    for player_id, member in members.items():
+        if member.role is Role.PLAYER:
+            return player_id
+    return None
+
+
+def leave(room: Room, player_id: str, now_ms: int) -> Outcome:
+    """Remove a member; a player in a running race resigns; the host role passes on."""
+    if player_id not in room.members:
+        raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    racing = room.state is RoomState.RACING and player_id in room.players
+    if racing and not room.players[player_id].done:
+        resigned = progress(room, player_id, status="resigned", now_ms=now_ms)
+        assert resigned.room is not None
+        head = resigned.events
+        room = resigned.room
+    else:
+        head = ()
+    members = dict(room.members)
+    del members[player_id]
+    if not members:
+        return Outcome(None, head)
+    room = replace(room, members=members, host=_next_host(members, room.host))
+    if room.state is RoomState.COUNTDOWN and not room.player_ids():
+        room = replace(room, state=TRANSITIONS[(room.state, "no_players")], players={})
+    out = _emit(room, _members)
+    return Outcome(out.room, head + out.events)
+
+
+def set_connected(room: Room, player_id: str, connected: bool, now_ms: int) -> Outcome:
+    """Mark a member connected or dropped (a dropped player may resume within the grace)."""
+    member = room.members.get(player_id)
+    if member is None:
+        raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    if member.connected == connected:
+        return Outcome(room)
+    members = dict(room.members)
+    members[player_id] = replace(member, connected=connected, left_ms=None if connected else now_ms)
+    return _emit(replace(room, members=members), _members)
+
+
+def set_ready(room: Room, player_id: str, ready: bool, now_ms: int, seed: int) -> Outcome:
+    """Set a player's ready flag; when every player (two or more) is ready, the race starts."""
+    member = room.members.get(player_id)
+    if member is None:
+        raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    if member.role is not Role.PLAYER:
+        raise _fail(ErrorCode.NOT_A_PLAYER, "spectators do not get ready")
+    if room.state is not RoomState.LOBBY:
+        raise _fail(ErrorCode.WRONG_STATE, f"the room is in state {room.state.value}")
+    members = dict(room.members)
+    members[player_id] = replace(member, ready=ready)
+    room = replace(room, members=members)
+    players = room.player_ids()
+    if len(players) >= 2 and all(members[p].ready for p in players):
+        out = _emit(room, _members)
+        assert out.room is not None
+        begun = _begin(out.room, now_ms, seed)
+        return Outcome(begun.room, out.events + begun.events)
+    return _emit(room, _members)
+
+
+def start(room: Room, player_id: str, now_ms: int, seed: int) -> Outcome:
+    """The host starts the countdown (or the race at once with a zero countdown)."""
+    if player_id not in room.members:
+        raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    if room.host != player_id:
+        raise _fail(ErrorCode.NOT_HOST, "only the host starts the race")
+    if room.state is not RoomState.LOBBY:
+        raise _fail(ErrorCode.WRONG_STATE, f"the room is in state {room.state.value}")
+    return _begin(room, now_ms, seed)
+
+
+def _begin(room: Room, now_ms: int, seed: int) -> Outcome:
+    countdown = room.settings.countdown
+    dealt = new_game(room.settings.variant, seed).banked  # Canfield games deal one card home
+    players = {p: PlayerRace(room.members[p].name, banked=dealt) for p in room.player_ids()}
+    room = replace(
+        room,
+        state=TRANSITIONS[(room.state, "start")],
+        race=room.race + 1,
+        seed=seed,
+        starts_ms=now_ms + countdown * 1000,
+        deadline_ms=now_ms + (countdown + room.settings.time_limit) * 1000,
+        players=players,
+        results=[],
+    )
+    out = _emit(room, lambda r, s: Countdown(r.code, s, countdown))
+    assert out.room is not None
+    if countdown == 0:
+        started = tick(out.room, now_ms)
+        return Outcome(started.room, out.events + started.events)
+    return out
+
+
+def _race_started(room: Room, seq: int) -> RaceStarted:
+    return RaceStarted(
+        room=room.code,
+        seq=seq,
+        race=room.race,
+        variant=room.settings.variant,
+        time_limit=room.settings.time_limit,
+        players=[{"player_id": p, "name": r.name} for p, r in room.players.items()],
+    )
+
+
+def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
+    """Let time pass: end the countdown, end the race at its time limit, drop the lapsed.
+
+    With ``grace_ms``, a member dropped for that long leaves (a racing player resigns).
+    """
+    if grace_ms is not None:
+        for player_id, member in room.members.items():
+            if not member.connected and (member.left_ms or 0) + grace_ms <= now_ms:
+                gone = leave(room, player_id, now_ms)
+                if gone.room is None:
+                    return gone
+                rest = tick(gone.room, now_ms, grace_ms)
+                return Outcome(rest.room, gone.events + rest.events)
+    if room.state is RoomState.COUNTDOWN and room.starts_ms is not None:
+        if now_ms >= room.starts_ms:
+            room = replace(room, state=TRANSITIONS[(room.state, "countdown_over")])
+            return _emit(room, _race_started)
+        return Outcome(room)
+    if (
+        room.state is RoomState.RACING
+        and room.deadline_ms is not None
+        and now_ms >= room.deadline_ms
+    ):
+        elapsed = room.deadline_ms - (room.starts_ms or 0)
+        players = {
+            p: r if r.done else replace(r, status="out_of_time", elapsed_ms=elapsed)
+            for p, r in room.players.items()
+        }
+        return _finish(replace(room, players=players), "time_up")
+    return Outcome(room)
+
+
+def next_deadline(room: Room, grace_ms: int | None = None) -> int | None:
+    """When :func:`tick` next has something to do, in milliseconds."""
+    times = []
+    if room.state is RoomState.COUNTDOWN and room.starts_ms is not None:
+        times.append(room.starts_ms)
+    if room.state is RoomState.RACING and room.deadline_ms is not None:
+        times.append(room.deadline_ms)
+    if grace_ms is not None:
+        times.extend((m.left_ms or 0) + grace_ms for m in room.members.values() if not m.connected)
+    return min(times) if times else None
+
+
+def progress(
+    room: Room,
+    player_id: str,
+    *,
+    now_ms: int,
+    status: str | None = None,
+    banked: int | None = None,
+    moves: int | None = None,
+    view: dict[str, Any] | None = None,
+) -> Outcome:
+    """Record a player's new standing; the race ends when every player is done."""
+    if room.state is not RoomState.RACING or player_id not in room.players:
+        raise _fail(ErrorCode.RACE_NOT_STARTED, "no race of yours is running in this room")
+    current = room.players[player_id]
+    if current.done:
+        raise _fail(ErrorCode.GAME_OVER, f"your game is over ({current.status})")
+    elapsed = max(0, now_ms - (room.starts_ms or now_ms))
+    new_banked = current.banked if banked is None else banked
+    new_status = status or current.status
+    updated = replace(
+        current,
+        banked=new_banked,
+        moves=current.moves if moves is None else moves,
+        status=new_status,
+        elapsed_ms=elapsed,
+        banked_at_ms=elapsed if new_banked != current.banked else current.banked_at_ms,
+        finished_ms=elapsed if new_status in DONE else None,
+    )
+    players = dict(room.players)
+    players[player_id] = updated
+    room = replace(room, players=players)
+    out = _emit(
+        room,
+        lambda r, s: Progress(
+            r.code, s, player_id, updated.banked, updated.moves, updated.status, elapsed, view
+        ),
+    )
+    assert out.room is not None
+    if all(r.done for r in players.values()):
+        finished = _finish(out.room, "all_done")
+        return Outcome(finished.room, out.events + finished.events)
+    return out
+
+
+def ranked_results(players: dict[str, PlayerRace]) -> list[dict[str, Any]]:
+    """Winners by time; the rest by cards banked (more first), then by when they got there."""
+
+    def key(item: tuple[str, PlayerRace]) -> tuple[int, int, int]:
+        _, r = item
+        if r.status == "won":
+            return (0, r.finished_ms or 0, 0)
+        return (1, -r.banked, r.banked_at_ms)
+
+    ordered = sorted(players.items(), key=key)
+    results = []
+    for rank, (player_id, r) in enumerate(ordered, start=1):
+        results.append(
+            {
+                "rank": rank,
+                "player_id": player_id,
+                "name": r.name,
+                "status": r.status,
+                "banked": r.banked,
+                "moves": r.moves,
+                "time_ms": r.finished_ms if r.finished_ms is not None else r.elapsed_ms,
+            }
+        )
+    return results
+
+
+def _finish(room: Room, why: str) -> Outcome:
+    results = ranked_results(room.players)
+    room = replace(room, state=TRANSITIONS[(room.state, why)], results=results)
+    assert room.seed is not None
+    seed = room.seed
+    return _emit(
+        room,
+        lambda r, s: RaceOver(r.code, s, r.race, r.settings.variant, seed, results),
+    )
+
+
+def rematch(room: Room, player_id: str) -> Outcome:
+    """After a race, go back to the lobby for a new deal; the asker is ready."""
+    member = room.members.get(player_id)
+    if member is None:
+        raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    if member.role is not Role.PLAYER:
+        raise _fail(ErrorCode.NOT_A_PLAYER, "only players ask for a rematch")
+    if room.state is not RoomState.FINISHED:
+        raise _fail(ErrorCode.WRONG_STATE, "a rematch follows a finished race")
+    members = {
+        p: replace(m, ready=(p == player_id) if m.role is Role.PLAYER else False)
+        for p, m in room.members.items()
+    }
+    room = replace(
+        room,
+        state=TRANSITIONS[(room.state, "rematch")],
+        members=members,
+        seed=None,
+        starts_ms=None,
+        deadline_ms=None,
+        players={},
+        results=[],
+    )
+    return _emit(room, _members)
