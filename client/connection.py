@@ -1,0 +1,351 @@
+"""The async client library: one connection to a solrace server, with automatic resume.
+
+Requests are awaited for their reply; room events arrive through :meth:`Client.events`.
+When the connection drops, the client reconnects with its token, says hello again (the
+server answers with a full snapshot) and re-sends the requests still waiting for a
+reply, so a move in flight is acked exactly once (the server answers a repeat
+idempotently).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.typing import Subprotocol
+
+from ..protocol import (
+    MSGPACK_SUBPROTOCOL,
+    Codec,
+    CreateRoom,
+    Hello,
+    JoinRoom,
+    LeaveRoom,
+    Ping,
+    PlayMove,
+    Rematch,
+    Request,
+    Resign,
+    SetReady,
+    StartRace,
+    Sync,
+    codec_for,
+)
+
+__all__ = ["Client", "ClientClosed", "ServerError"]
+
+RESUMABLE_CLOSE_CODES = frozenset({1001, 1006, 1011, 1012, 1013, 1014})
+
+
+class ServerError(Exception):
+    """The server refused a request: its stable ``code``, sentence and details."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        super().__init__(f"{reply.get('code')}: {reply.get('message')}")
+        self.code: str = reply.get("code", "")
+        self.message: str = reply.get("message", "")
+        self.reason: str | None = reply.get("reason")
+        self.rev: int | None = reply.get("rev")
+
+
+class ClientClosed(Exception):
+    """The client was closed, or could not resume in time."""
+
+
+@dataclass
+class _Pending:
+    request: Request
+    future: asyncio.Future[dict[str, Any]]
+
+
+class Client:
+    """A player's or spectator's connection to a solrace server."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str | None = None,
+        token: str | None = None,
+        subprotocol: str = MSGPACK_SUBPROTOCOL,
+        resume: bool = True,
+        resume_timeout: float = 30.0,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self.url = url
+        self.name = name
+        self.token = token
+        self.subprotocol = subprotocol
+        self.resume = resume
+        self.resume_timeout = resume_timeout
+        self.request_timeout = request_timeout
+        self.codec: Codec = codec_for(subprotocol)
+        self.player_id: str | None = None
+        self.room: dict[str, Any] | None = None
+        self.seq = 0
+        self.rev = 0
+        self.view: dict[str, Any] | None = None
+        self.resumes = 0
+        self._ids = itertools.count(1)
+        self._ws: ClientConnection | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self._closing = False
+        self._connected = asyncio.Event()
+        self._failure: BaseException | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    async def connect(self) -> dict[str, Any]:
+        """Open the connection and say hello; return the welcome."""
+        welcome = await self._open()
+        self._reader = asyncio.ensure_future(self._read_loop())
+        return welcome
+
+    async def _open(self) -> dict[str, Any]:
+        ws = await connect(
+            self.url,
+            subprotocols=[Subprotocol(self.subprotocol)],
+            compression=None,
+            max_size=1 << 20,
+            open_timeout=10,
+        )
+        self._ws = ws
+        hello = Hello(0, self.name, self.token)
+        await ws.send(self.codec.encode_request(hello))
+        while True:
+            reply = self._decode(await ws.recv())
+            if reply.get("type") == "error" and reply.get("id") == 0:
+                await ws.close()
+                raise ServerError(reply)
+            if reply.get("type") == "welcome":
+                break
+            self._on_frame(reply)
+        self.player_id = reply["player_id"]
+        self.name = reply["name"]
+        self.token = reply["token"]
+        self._connected.set()
+        return reply
+
+    async def close(self) -> None:
+        """Close the connection for good."""
+        self._closing = True
+        if self._ws is not None:
+            await self._ws.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        self._fail_all(ClientClosed("the client was closed"))
+        self._events.put_nowait(None)
+
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def drop(self) -> None:
+        """Close the socket abruptly, as a network failure would (for tests and tools)."""
+        if self._ws is not None:
+            self._ws.transport.abort()
+
+    # -- reading -------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(frame: bytes | str) -> dict[str, Any]:
+        data = msgpack.unpackb(frame, raw=False) if isinstance(frame, bytes) else json.loads(frame)
+        if not isinstance(data, dict):
+            raise ValueError("the server sent a frame that is not a map")
+        return data
+
+    async def _read_loop(self) -> None:
+        while True:
+            ws = self._ws
+            assert ws is not None
+            try:
+                async for frame in ws:
+                    self._on_frame(self._decode(frame))
+                code = ws.close_code
+            except ConnectionClosed as closed:
+                code = closed.rcvd.code if closed.rcvd else 1006
+            if self._closing:
+                return
+            if not self.resume or (code is not None and code not in RESUMABLE_CLOSE_CODES):
+                self._fail_all(ClientClosed(f"the connection closed ({code})"))
+                self._events.put_nowait({"type": "closed", "code": code})
+                self._events.put_nowait(None)
+                return
+            self._connected.clear()
+            if not await self._resume():
+                return
+
+    async def _resume(self) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.resume_timeout
+        delay = 0.05
+        while not self._closing:
+            try:
+                await self._open()
+            except (OSError, InvalidHandshake, ConnectionClosed, TimeoutError):
+                if loop.time() + delay > deadline:
+                    break
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            except ServerError as error:
+                self._fail_all(error)
+                break
+            self.resumes += 1
+            self._events.put_nowait({"type": "resumed"})
+            assert self._ws is not None
+            for pending in list(self._pending.values()):
+                await self._ws.send(self.codec.encode_request(pending.request))
+            return True
+        self._fail_all(ClientClosed("could not resume the connection"))
+        self._events.put_nowait({"type": "closed", "code": None})
+        self._events.put_nowait(None)
+        return False
+
+    def _fail_all(self, error: BaseException) -> None:
+        self._failure = error
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(error)
+        self._pending.clear()
+
+    def _on_frame(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if kind == "room":
+            self._take_snapshot(data["room"])
+        elif kind == "ack":
+            self.rev, self.view = data["rev"], data["view"]
+        request_id = data.get("id")
+        if request_id is not None:
+            pending = self._pending.pop(request_id, None)
+            if pending is not None and not pending.future.done():
+                pending.future.set_result(data)
+            return
+        seq = data.get("seq")
+        if isinstance(seq, int):
+            if seq <= self.seq:
+                return
+            if seq > self.seq + 1 and self.room is not None:
+                task = asyncio.ensure_future(self._quiet_sync())
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            self.seq = seq
+        if kind == "race_started" and "view" in data:
+            self.view, self.rev = data["view"], data.get("rev", 0)
+        self._events.put_nowait(data)
+
+    def _take_snapshot(self, room: dict[str, Any]) -> None:
+        self.room = room
+        self.seq = room.get("seq", 0)
+        you = room.get("you", {})
+        if "view" in you:
+            self.view, self.rev = you["view"], you["rev"]
+
+    async def _quiet_sync(self) -> None:
+        with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+            await self.sync()
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Room events as they arrive (``members``, ``countdown``, ``race_started``, …)."""
+        while True:
+            event = await self._events.get()
+            if event is None:
+                return
+            yield event
+
+    async def next_event(self, *types: str, timeout: float = 10.0) -> dict[str, Any]:
+        """The next event of one of ``types`` (any type if none given), skipping others."""
+        async with asyncio.timeout(timeout):
+            while True:
+                event = await self._events.get()
+                if event is None:
+                    raise ClientClosed("the client is closed")
+                if not types or event.get("type") in types:
+                    return event
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def request(self, request: Request) -> dict[str, Any]:
+        """Send a request and return its reply; raise ServerError on an error reply."""
+        if self._failure is not None and self._closing:
+            raise ClientClosed("the client is closed")
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request.id] = _Pending(request, future)
+        if self._connected.is_set() and self._ws is not None:
+            with contextlib.suppress(ConnectionClosed):
+                await self._ws.send(self.codec.encode_request(request))
+        async with asyncio.timeout(self.request_timeout):
+            reply = await future
+        if reply.get("type") == "error":
+            raise ServerError(reply)
+        return reply
+
+    def _id(self) -> int:
+        return next(self._ids)
+
+    async def create_room(self, variant: str, **settings: Any) -> dict[str, Any]:
+        """Create a room (settings: max_players, spectators, undo, time_limit, countdown)."""
+        reply = await self.request(CreateRoom(self._id(), variant, **settings))
+        room: dict[str, Any] = reply["room"]
+        return room
+
+    async def join(self, code: str, role: str = "player") -> dict[str, Any]:
+        """Join a room by code as ``player`` or ``spectator``; return its snapshot."""
+        reply = await self.request(JoinRoom(self._id(), code, role))
+        room: dict[str, Any] = reply["room"]
+        return room
+
+    async def leave(self) -> None:
+        """Leave the room."""
+        await self.request(LeaveRoom(self._id()))
+        self.room = None
+
+    async def ready(self, ready: bool = True) -> None:
+        """Say this player is (or is not) ready."""
+        await self.request(SetReady(self._id(), ready))
+
+    async def start(self) -> None:
+        """Start the race (host only)."""
+        await self.request(StartRace(self._id()))
+
+    async def move(self, move: str) -> dict[str, Any]:
+        """Play a move in the engine's notation on the current revision; return the ack."""
+        return await self.request(PlayMove(self._id(), move, self.rev))
+
+    async def undo(self) -> dict[str, Any]:
+        """Undo the last move (where the room allows it)."""
+        return await self.move("u")
+
+    async def resign(self) -> None:
+        """Give up the race."""
+        await self.request(Resign(self._id()))
+
+    async def rematch(self) -> None:
+        """Ask for a new race on a new deal."""
+        await self.request(Rematch(self._id()))
+
+    async def sync(self) -> dict[str, Any]:
+        """Fetch a full snapshot of the room."""
+        reply = await self.request(Sync(self._id()))
+        room: dict[str, Any] = reply["room"]
+        return room
+
+    async def ping(self) -> None:
+        """Round-trip a ping."""
+        await self.request(Ping(self._id()))
