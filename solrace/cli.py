@@ -1,0 +1,89 @@
+"""The ``solrace`` command line: one parser, with subcommands contributed by modules.
+
+Each module named in :data:`COMMAND_MODULES` exposes ``register(subparsers)``, which adds
+its subcommands and sets ``func`` on each: a callable that takes the parsed arguments and
+returns the exit code. Adding a command means adding a module to the list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Protocol, cast
+
+from . import __version__
+
+__all__ = ["COMMAND_MODULES", "Handler", "build_parser", "main"]
+
+#: Modules that contribute subcommands, in the order their commands are listed in help.
+COMMAND_MODULES: list[str] = [
+    "solrace.cli_engine",
+]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Registers(Protocol):
+    def __call__(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        """Add the module's subcommands to ``subparsers``."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser with every registered module's subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="solrace",
+        description="Race friends on the same solitaire deal.",
+    )
+    parser.add_argument("--version", action="version", version=f"solrace {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        register = cast(_Registers, module.register)
+        register(subparsers)
+    return parser
+
+
+def _take_trailing(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]
+) -> None:
+    """Append words argparse left over to the command's list positional, if it has one.
+
+    argparse fills a ``nargs="*"`` positional only from the words before the first option,
+    so ``replay canfield --seed 7 d w-f`` would leave ``d w-f`` over. A command whose
+    parser sets the default ``trailing`` to the name of such a positional takes them.
+    """
+    dest = getattr(args, "trailing", None)
+    if dest is None or any(word.startswith("-") for word in extras):
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    getattr(args, dest).extend(extras)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            _take_trailing(parser, args, extras)
+    except SystemExit as exit_:
+        # argparse exits on --help, --version (0) and on usage errors (2, message on stderr).
+        code = exit_.code
+        return code if isinstance(code, int) else 2
+    func = cast(Handler, args.func)
+    try:
+        return func(args)
+    except BrokenPipeError:
+        # The reader went away (``solrace deal ... | head``): point stdout at the null
+        # device so that the interpreter's final flush does not fail a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
