@@ -282,19 +282,32 @@ class Client:
     # -- requests ------------------------------------------------------------------------
 
     async def request(self, request: Request) -> dict[str, Any]:
-        """Send a request and return its reply; raise ServerError on an error reply."""
+        """Send a request and return its reply; raise ServerError on an error reply.
+
+        A request refused for the rate limit was not carried out: it is sent again after
+        a pause that doubles each time, until the request timeout.
+        """
         if self._failure is not None and self._closing:
             raise ClientClosed("the client is closed")
+        pause = 0.05
+        async with asyncio.timeout(self.request_timeout):
+            while True:
+                reply = await self._round_trip(request)
+                if reply.get("type") != "error" or reply.get("code") != "rate_limited":
+                    break
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
+        if reply.get("type") == "error":
+            raise ServerError(reply)
+        return reply
+
+    async def _round_trip(self, request: Request) -> dict[str, Any]:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = _Pending(request, future)
         if self._connected.is_set() and self._ws is not None:
             with contextlib.suppress(ConnectionClosed):
                 await self._ws.send(self.codec.encode_request(request))
-        async with asyncio.timeout(self.request_timeout):
-            reply = await future
-        if reply.get("type") == "error":
-            raise ServerError(reply)
-        return reply
+        return await future
 
     def _id(self) -> int:
         return next(self._ids)

@@ -141,6 +141,7 @@ class Node:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._later: set[asyncio.TimerHandle] = set()
         self.grace_ms = int(self.config.resume_grace_s * 1000)
         self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
             Hello: self._hello,
@@ -163,7 +164,7 @@ class Node:
 
     async def stop(self) -> None:
         """Cancel timers and workers, then close the backend."""
-        for timer in self._timers.values():
+        for timer in [*self._timers.values(), *self._later]:
             timer.cancel()
         for task in [*self._workers.values(), *self._tasks]:
             task.cancel()
@@ -183,15 +184,19 @@ class Node:
     async def handle_frame(self, session: Session, frame: bytes | str) -> None:
         """Decode, check and carry out one frame; every failure becomes an error frame."""
         started = time.perf_counter()
-        if not session.limiter.allow(time.monotonic()):
-            await self._error(session, None, ErrorCode.RATE_LIMITED, "too many messages: slow down")
-            if session.limiter.violations > self.config.limits.max_rate_violations:
-                await session.close(1008, "rate limit exceeded")
-            return
+        allowed = session.limiter.allow(time.monotonic())
         try:
             request = session.codec.decode(frame)
         except ProtocolError as error:
             await self._error(session, error.request_id, error.code, error.message)
+            return
+        if not allowed:
+            # Decoding is bounded by the frame size limit, so the error can name the request.
+            await self._error(
+                session, request.id, ErrorCode.RATE_LIMITED, "too many messages: slow down"
+            )
+            if session.limiter.violations > self.config.limits.max_rate_violations:
+                await session.close(1008, "rate limit exceeded")
             return
         try:
             await self._handlers[type(request)](session, request)
@@ -429,7 +434,13 @@ class Node:
         if req.rev != rev:
             if req.rev < rev and format_move(game.log[req.rev]) == normalise(req.move):
                 await session.reply(
-                    Ack(req.id, rev, format_move(game.log[req.rev]), player_view(game), True)
+                    Ack(
+                        req.id,
+                        rev,
+                        format_move(game.log[req.rev]),
+                        player_view(game, legal=True),
+                        True,
+                    )
                 )
                 return
             await self._error(
@@ -463,7 +474,9 @@ class Node:
             del self.games[(code, room.race, player_id)]  # rebuilt from the log on next use
             raise
         self.metrics.moves.inc()
-        await session.reply(Ack(req.id, game.moves, format_move(move), player_view(game)))
+        await session.reply(
+            Ack(req.id, game.moves, format_move(move), player_view(game, legal=True))
+        )
         status = game.status.value
         watched = any(m.role is Role.SPECTATOR for m in room.members.values())
         view = spectator_view(game) if watched else None
@@ -558,10 +571,7 @@ class Node:
                 outcome = await self.backend.update_room(
                     code, lambda r: rooms.set_connected(r, player_id, False, self.now_ms())
                 )
-                loop = asyncio.get_running_loop()
-                loop.call_later(
-                    self.config.resume_grace_s + 0.05, lambda: self._spawn(self._tick(code))
-                )
+                self._tick_later(code, self.config.resume_grace_s + 0.05)
             await self._publish(code, outcome)
         except (ProtocolError, BackendUnavailable):
             pass
@@ -644,7 +654,7 @@ class Node:
                 game = await self._game(room, session.player_id)
                 message = replace(
                     RaceStarted(**{k: v for k, v in event.items() if k != "type"}),
-                    view=player_view(game),
+                    view=player_view(game, legal=True),
                     rev=game.moves,
                 )
                 session.push(session.codec.encode(message))
@@ -674,6 +684,16 @@ class Node:
         loop = asyncio.get_running_loop()
         self._timers[code] = loop.call_later(delay, lambda: self._spawn(self._tick(code)))
 
+    def _tick_later(self, code: str, delay: float) -> None:
+        """Tick the room after ``delay`` seconds, unless the node stops first."""
+
+        def fire() -> None:
+            self._later.discard(handle)
+            self._spawn(self._tick(code))
+
+        handle = asyncio.get_running_loop().call_later(delay, fire)
+        self._later.add(handle)
+
     async def _tick(self, code: str) -> None:
         try:
             outcome = await self.backend.update_room(
@@ -682,8 +702,7 @@ class Node:
         except ProtocolError:
             return
         except BackendUnavailable:
-            loop = asyncio.get_running_loop()
-            loop.call_later(1.0, lambda: self._spawn(self._tick(code)))
+            self._tick_later(code, 1.0)
             return
         await self._publish(code, outcome)
 
@@ -728,7 +747,7 @@ class Node:
             ]
             if session.role is Role.PLAYER and session.player_id in room.players:
                 game = await self._game(room, session.player_id)
-                data["you"]["view"] = player_view(game)
+                data["you"]["view"] = player_view(game, legal=True)
                 data["you"]["rev"] = game.moves
             elif session.role is Role.SPECTATOR:
                 data["boards"] = {
