@@ -21,6 +21,8 @@ __all__ = ["COMMAND_MODULES", "Handler", "build_parser", "main"]
 #: Modules that contribute subcommands, in the order their commands are listed in help.
 COMMAND_MODULES: list[str] = [
     "solrace.cli_engine",
+    "solrace.server.cli",
+    "solrace.client.cli",
 ]
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,0 +1,76 @@
+"""``solrace play`` and ``solrace watch``: the command-line client."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import os
+import sys
+from typing import Any
+
+from ..engine import VARIANTS
+
+__all__ = ["register"]
+
+DEFAULT_URL = os.environ.get("SOLRACE_URL", "ws://127.0.0.1:8765/")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``play`` and ``watch`` commands."""
+    play: argparse.ArgumentParser = subparsers.add_parser(
+        "play", help="create or join a room and race in the terminal"
+    )
+    play.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+    play.add_argument("--name", default=None, help="display name (your login name)")
+    play.add_argument("--join", metavar="CODE", help="join this room instead of creating one")
+    play.add_argument("--variant", choices=sorted(VARIANTS), default="canfield")
+    play.add_argument("--max-players", type=int, default=4)
+    play.add_argument("--time-limit", type=int, default=900, metavar="SECONDS")
+    play.add_argument("--countdown", type=int, default=3, metavar="SECONDS")
+    play.add_argument("--no-undo", action="store_true", help="turn undo off in the new room")
+    play.add_argument("--no-color", action="store_true", help="no ANSI colours")
+    play.set_defaults(func=_play)
+    watch: argparse.ArgumentParser = subparsers.add_parser(
+        "watch", help="watch a room as a spectator"
+    )
+    watch.add_argument("url", help="server URL, such as ws://127.0.0.1:8765/")
+    watch.add_argument("code", help="the room code")
+    watch.add_argument("--name", default="spectator")
+    watch.add_argument("--no-color", action="store_true", help="no ANSI colours")
+    watch.set_defaults(func=_watch)
+
+
+def _color(args: argparse.Namespace) -> bool:
+    return not args.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def _play(args: argparse.Namespace) -> int:
+    from .terminal import StdConsole, play
+
+    name = args.name or getpass.getuser()
+    settings = {
+        "max_players": args.max_players,
+        "time_limit": args.time_limit,
+        "countdown": args.countdown,
+        "undo": not args.no_undo,
+    }
+    color = _color(args)
+    return asyncio.run(
+        play(
+            args.url,
+            StdConsole(color),
+            name=name,
+            join=args.join,
+            variant=args.variant,
+            settings=settings,
+            color=color,
+        )
+    )
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from .terminal import StdConsole, watch
+
+    color = _color(args)
+    return asyncio.run(watch(args.url, args.code, StdConsole(color), name=args.name, color=color))

@@ -1,0 +1,288 @@
+"""The command-line client: play or watch a race in a terminal, line by line.
+
+Input and output go through a :class:`Console`, so that tests drive a whole game with
+scripted lines and read what the screen shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .connection import Client, ClientClosed, ServerError
+
+__all__ = [
+    "Console",
+    "StdConsole",
+    "play",
+    "render_progress",
+    "render_results",
+    "render_view",
+    "watch",
+]
+
+SUITS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
+RED, RESET = "\x1b[31m", "\x1b[0m"
+HELP = (
+    "Type a number from the list, or a move such as t1-t3, t1-t3x2, w-f, d, rd;"
+    " u undoes, 'resign' gives up, 'q' quits."
+)
+
+
+class Console(Protocol):
+    """Where the client reads lines and writes text."""
+
+    async def read_line(self) -> str | None:
+        """The next line typed, or None at the end of input."""
+
+    def write(self, text: str) -> None:
+        """Show text."""
+
+
+class StdConsole:
+    """The terminal: standard input and output."""
+
+    def __init__(self, color: bool | None = None) -> None:
+        self.color = sys.stdout.isatty() if color is None else color
+
+    async def read_line(self) -> str | None:
+        """Read a line without blocking the event loop."""
+        line = await asyncio.to_thread(sys.stdin.readline)
+        return line if line else None
+
+    def write(self, text: str) -> None:
+        """Print to standard output."""
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+
+
+def _card(name: str | None, color: bool) -> str:
+    if not name:
+        return " -- "
+    rank, suit = name[:-1], name[-1]
+    text = f"{rank:>2}{SUITS.get(suit, suit)}"
+    return f"{RED}{text}{RESET}" if color and suit in "DH" else text
+
+
+def render_view(view: dict[str, Any], *, color: bool = False) -> str:
+    """A player's (masked) board as lines of text: every pile labelled, bottom card first."""
+    lines = [
+        f"{view['variant']}  banked {view['banked']}/52  moves {view['moves']}  status {view['status']}"
+    ]
+    found = "  ".join(
+        f"f{i + 1}:{_card(f['top'], color)}" for i, f in enumerate(view["foundations"])
+    )
+    lines.append(f"foundations  {found}")
+    if "reserve" in view:
+        reserve = view["reserve"]
+        waste = view["waste"]
+        visible = " ".join(_card(c, color) for c in waste["visible"]) or " -- "
+        lines.append(
+            f"reserve ({reserve['count']:2}) {_card(reserve['top'], color)}   "
+            f"stock ({view['stock']['count']:2})   waste ({waste['count']:2}) {visible}"
+        )
+    for i, pile in enumerate(view["tableau"]):
+        cards = " ".join(_card(c, color) for c in pile) or " -- "
+        lines.append(f"t{i + 1}  {cards}")
+    return "\n".join(lines)
+
+
+def render_moves(legal: Sequence[str]) -> str:
+    """The numbered list of legal moves."""
+    if not legal:
+        return "no legal move"
+    return "moves: " + "  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1))
+
+
+def render_progress(event: dict[str, Any], names: dict[str, str]) -> str:
+    """One player's progress as a line."""
+    name = names.get(event["player_id"], event["player_id"])
+    bar = "#" * (event["banked"] * 20 // 52)
+    return (
+        f"{name:>12} [{bar:<20}] {event['banked']:2}/52  moves {event['moves']:3}  "
+        f"{event['status']}  {event['elapsed_ms'] / 1000:.1f}s"
+    )
+
+
+def render_results(event: dict[str, Any]) -> str:
+    """The ranked results of a race, with the revealed seed."""
+    lines = [f"results of race {event['race']} ({event['variant']}, seed {event['seed']}):"]
+    for r in event["results"]:
+        lines.append(
+            f"{r['rank']:3}. {r['name']:<16} {r['status']:<11} banked {r['banked']:2}  "
+            f"moves {r['moves']:3}  {r['time_ms'] / 1000:.1f}s"
+        )
+    return "\n".join(lines)
+
+
+class _Session:
+    """What the terminal client keeps of the room it is in."""
+
+    def __init__(self, client: Client, console: Console, color: bool) -> None:
+        self.client = client
+        self.console = console
+        self.color = color
+        self.names: dict[str, str] = {}
+        self.racing = False
+        self.finished = asyncio.Event()
+
+    def show_board(self) -> None:
+        view = self.client.view
+        if view is None:
+            return
+        self.console.write(render_view(view, color=self.color))
+        if view["status"] == "playing":
+            self.console.write(render_moves(view.get("legal", [])))
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        me = self.client.player_id
+        if kind == "members":
+            self.names = {m["player_id"]: m["name"] for m in event["members"]}
+            who = ", ".join(
+                f"{m['name']}{' (host)' if m['player_id'] == event['host'] else ''}"
+                f"{' ready' if m['ready'] else ''}{' spectating' if m['role'] == 'spectator' else ''}"
+                for m in event["members"]
+            )
+            self.console.write(f"in the room: {who}")
+        elif kind == "countdown":
+            self.console.write(f"the race starts in {event['seconds']} s")
+        elif kind == "race_started":
+            self.racing = True
+            self.names.update({p["player_id"]: p["name"] for p in event["players"]})
+            self.console.write(f"race {event['race']} started: {event['variant']}")
+            if "boards" in event:
+                for player_id, board in event["boards"].items():
+                    self.console.write(f"--- {self.names.get(player_id, player_id)}")
+                    self.console.write(render_view(board, color=self.color))
+            else:
+                self.show_board()
+        elif kind == "progress":
+            if "view" in event:
+                self.console.write(f"--- {self.names.get(event['player_id'], event['player_id'])}")
+                self.console.write(render_view(event["view"], color=self.color))
+            elif event["player_id"] != me:
+                self.console.write(render_progress(event, self.names))
+        elif kind == "race_over":
+            self.racing = False
+            self.console.write(render_results(event))
+            self.console.write("type 'rematch' for a new deal, or 'q' to quit")
+            self.finished.set()
+        elif kind == "resumed":
+            self.console.write("connection restored")
+        elif kind == "closed":
+            self.console.write("connection closed")
+            self.finished.set()
+
+    async def pump(self) -> None:
+        async for event in self.client.events():
+            self.on_event(event)
+
+    async def command(self, line: str) -> bool:
+        """Carry out one typed line; False when the user quits."""
+        text = line.strip()
+        if not text:
+            return True
+        if text in ("q", "quit", "exit"):
+            return False
+        try:
+            if text == "help":
+                self.console.write(HELP)
+            elif text == "ready":
+                await self.client.ready()
+            elif text == "start":
+                await self.client.start()
+            elif text == "rematch":
+                await self.client.rematch()
+            elif text == "resign":
+                await self.client.resign()
+            elif text in ("board", "b"):
+                self.show_board()
+            else:
+                legal = (self.client.view or {}).get("legal", [])
+                move = (
+                    legal[int(text) - 1] if text.isdigit() and 0 < int(text) <= len(legal) else text
+                )
+                ack = await self.client.move(move)
+                self.console.write(f"played {ack['move']}")
+                self.show_board()
+        except ServerError as error:
+            detail = f" ({error.reason})" if error.reason else ""
+            self.console.write(f"refused: {error.code}{detail}: {error.message}")
+        return True
+
+
+async def _run(session: _Session, *, interactive: bool) -> int:
+    pump = asyncio.ensure_future(session.pump())
+    try:
+        while True:
+            if interactive:
+                line = await session.console.read_line()
+                if line is None or not await session.command(line):
+                    break
+            else:
+                await session.finished.wait()
+                break
+    except ClientClosed as error:
+        session.console.write(f"disconnected: {error}")
+        return 1
+    finally:
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pump
+        await session.client.close()
+    return 0
+
+
+async def play(
+    url: str,
+    console: Console,
+    *,
+    name: str,
+    token: str | None = None,
+    join: str | None = None,
+    variant: str = "canfield",
+    settings: dict[str, Any] | None = None,
+    color: bool = False,
+) -> int:
+    """Create (or join) a room and play in the terminal until the user quits."""
+    client = Client(url, name=name, token=token)
+    try:
+        await client.connect()
+        if join:
+            room = await client.join(join)
+        else:
+            room = await client.create_room(variant, **(settings or {}))
+    except (ServerError, OSError) as error:
+        console.write(f"could not {'join' if join else 'create'} the room: {error}")
+        await client.close()
+        return 1
+    console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
+    console.write("type 'ready' when you are (the host may type 'start'); 'help' lists moves")
+    session = _Session(client, console, color)
+    session.names = {m["player_id"]: m["name"] for m in room["members"]}
+    return await _run(session, interactive=True)
+
+
+async def watch(
+    url: str, code: str, console: Console, *, name: str = "spectator", color: bool = False
+) -> int:
+    """Watch a room as a spectator until its race is over."""
+    client = Client(url, name=name)
+    try:
+        await client.connect()
+        room = await client.join(code, role="spectator")
+    except (ServerError, OSError) as error:
+        console.write(f"could not watch room {code}: {error}")
+        await client.close()
+        return 1
+    console.write(f"watching room {room['code']} ({room['settings']['variant']})")
+    session = _Session(client, console, color)
+    session.names = {m["player_id"]: m["name"] for m in room["members"]}
+    for player_id, board in room.get("boards", {}).items():
+        console.write(f"--- {session.names.get(player_id, player_id)}")
+        console.write(render_view(board, color=color))
+    return await _run(session, interactive=False)
