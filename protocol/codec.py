@@ -40,6 +40,21 @@ def _depth_ok(value: Any, budget: int) -> bool:
     return True
 
 
+def _frame_size(frame: bytes | str) -> int:
+    """A frame's size in bytes: a text frame counts as its UTF-8 encoding."""
+    if isinstance(frame, str):
+        return len(frame.encode("utf-8", "surrogatepass"))
+    return len(frame)
+
+
+def _request_id(data: dict[str, Any]) -> int | None:
+    """The frame's ``id`` if it is an integer (so an error can echo it), else None."""
+    request_id = data.get("id")
+    if isinstance(request_id, int) and not isinstance(request_id, bool):
+        return request_id
+    return None
+
+
 def _check_value(name: str, kind: str, value: Any, limits: Limits) -> None:
     if kind == "int":
         ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT
@@ -75,19 +90,17 @@ class Codec:
 
     def decode(self, frame: bytes | str) -> Request:
         """Return the request a client's frame holds, or raise ProtocolError saying what is wrong."""
-        if len(frame) > self.limits.max_frame_bytes:
+        if _frame_size(frame) > self.limits.max_frame_bytes:
             raise ProtocolError(
                 ErrorCode.FRAME_TOO_LARGE, f"frames are at most {self.limits.max_frame_bytes} bytes"
             )
         data = self.loads(frame)
         if not isinstance(data, dict):
             raise ProtocolError(ErrorCode.MALFORMED_FRAME, "a frame holds one map with a 'type'")
-        if not _depth_ok(data, self.limits.max_depth):
-            raise ProtocolError(ErrorCode.MALFORMED_FRAME, "the frame is nested too deeply")
-        request_id = data.get("id")
-        if not (isinstance(request_id, int) and not isinstance(request_id, bool)):
-            request_id = None
+        request_id = _request_id(data)
         try:
+            if not _depth_ok(data, self.limits.max_depth):
+                raise ProtocolError(ErrorCode.MALFORMED_FRAME, "the frame is nested too deeply")
             return self._build(data)
         except ProtocolError as error:
             error.request_id = request_id
@@ -147,13 +160,10 @@ class MsgpackCodec(Codec):
                 max_array_len=limits.max_array_len,
                 max_map_len=limits.max_map_len,
             )
-        except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError) as error:
-            raise ProtocolError(
-                ErrorCode.MALFORMED_FRAME, f"not a valid msgpack frame: {error}"
-            ) from None
         except Exception as error:  # msgpack raises several internal types on bad input
+            detail = str(error) or type(error).__name__  # StackError has no message
             raise ProtocolError(
-                ErrorCode.MALFORMED_FRAME, f"not a valid msgpack frame: {error}"
+                ErrorCode.MALFORMED_FRAME, f"not a valid msgpack frame: {detail}"
             ) from None
 
     def dumps(self, data: dict[str, Any]) -> bytes:
@@ -181,10 +191,13 @@ class JsonCodec(Codec):
             raise ProtocolError(
                 ErrorCode.MALFORMED_FRAME, f"not a valid JSON frame: {error}"
             ) from None
-        if not _depth_ok(data, self.limits.max_depth) or not _lengths_ok(data, self.limits):
-            raise ProtocolError(
-                ErrorCode.MALFORMED_FRAME, "too deep, or a string, array or map is too long"
-            )
+        if not _depth_ok(data, self.limits.max_depth):
+            problem: str | None = "the frame is nested too deeply"
+        else:
+            problem = _json_problem(data, self.limits)
+        if problem is not None:
+            request_id = _request_id(data) if isinstance(data, dict) else None
+            raise ProtocolError(ErrorCode.MALFORMED_FRAME, problem, request_id=request_id)
         return data
 
     def dumps(self, data: dict[str, Any]) -> str:
@@ -192,16 +205,32 @@ class JsonCodec(Codec):
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def _lengths_ok(value: Any, limits: Limits) -> bool:
+def _json_problem(value: Any, limits: Limits) -> str | None:
+    """What breaks the limits in parsed JSON (msgpack's reader checks these itself), or None."""
     if isinstance(value, str):
-        return len(value) <= limits.max_str_len
+        if len(value) > limits.max_str_len:
+            return f"a string is longer than {limits.max_str_len} characters"
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate, from an escape such as \ud800
+                return "a string is not valid Unicode"
+        return None
     if isinstance(value, list):
-        return len(value) <= limits.max_array_len and all(_lengths_ok(v, limits) for v in value)
-    if isinstance(value, dict):
-        return len(value) <= limits.max_map_len and all(
-            len(k) <= limits.max_str_len and _lengths_ok(v, limits) for k, v in value.items()
-        )
-    return True
+        if len(value) > limits.max_array_len:
+            return f"an array has more than {limits.max_array_len} items"
+        items: list[Any] = value
+    elif isinstance(value, dict):
+        if len(value) > limits.max_map_len:
+            return f"a map has more than {limits.max_map_len} keys"
+        items = [*value.keys(), *value.values()]
+    else:
+        return None
+    for item in items:
+        problem = _json_problem(item, limits)
+        if problem is not None:
+            return problem
+    return None
 
 
 def codec_for(subprotocol: str | None, limits: Limits | None = None) -> Codec:

@@ -45,8 +45,9 @@ class RateLimiter:
 
     def allow(self, now: float) -> bool:
         """Take a token if there is one; count a violation if not."""
-        tokens = min(self._size, self._tokens + (now - self._last) * self._rate)
-        self._last = now
+        elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing
+        tokens = min(self._size, self._tokens + elapsed * self._rate)
+        self._last = max(self._last, now)
         if tokens >= 1.0:
             self._tokens = tokens - 1.0
             return True

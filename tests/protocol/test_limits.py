@@ -1,0 +1,96 @@
+"""The protocol's limits and the per-connection rate limiter, with explicit times."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from solrace.protocol import Limits, RateLimiter
+
+
+def test_the_documented_defaults() -> None:
+    assert dataclasses.asdict(Limits()) == {
+        "max_frame_bytes": 4096,
+        "max_str_len": 256,
+        "max_array_len": 16,
+        "max_map_len": 16,
+        "max_depth": 3,
+        "max_name_len": 24,
+        "messages_per_second": 30.0,
+        "burst": 60,
+        "max_rate_violations": 50,
+    }
+
+
+def test_limits_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Limits().burst = 1  # type: ignore[misc]
+
+
+def test_a_burst_passes_at_once_and_no_more() -> None:
+    limiter = RateLimiter(rate=2.0, burst=5, now=100.0)
+    assert [limiter.allow(100.0) for _ in range(5)] == [True] * 5
+    assert limiter.violations == 0
+    assert limiter.allow(100.0) is False
+    assert limiter.violations == 1
+
+
+def test_tokens_refill_at_the_rate() -> None:
+    limiter = RateLimiter(rate=2.0, burst=3, now=0.0)
+    for _ in range(3):
+        assert limiter.allow(0.0)
+    assert not limiter.allow(0.25)  # half a token
+    assert limiter.allow(0.5)  # one whole token: 0.5 s at 2 per second
+    assert not limiter.allow(0.5)
+    assert limiter.allow(1.0) and not limiter.allow(1.0)
+    assert limiter.allow(2.0) and limiter.allow(2.0) and not limiter.allow(2.0)
+
+
+def test_part_tokens_add_up_across_refusals() -> None:
+    limiter = RateLimiter(rate=4.0, burst=1, now=0.0)
+    assert limiter.allow(0.0)
+    assert not limiter.allow(0.125)  # half a token
+    assert limiter.allow(0.25)  # the other half: refusals keep what had refilled
+
+
+def test_the_bucket_holds_no_more_than_the_burst() -> None:
+    limiter = RateLimiter(rate=10.0, burst=4, now=0.0)
+    assert limiter.allow(0.0)
+    results = [limiter.allow(3600.0) for _ in range(5)]
+    assert results == [True, True, True, True, False]
+
+
+def test_a_steady_sender_at_the_rate_is_never_refused() -> None:
+    limiter = RateLimiter(rate=8.0, burst=1, now=0.0)
+    assert all(limiter.allow(i / 8) for i in range(1000))
+    assert limiter.violations == 0
+
+
+def test_violations_count_every_refusal_and_never_reset() -> None:
+    limiter = RateLimiter(rate=1.0, burst=2, now=0.0)
+    assert limiter.allow(0.0) and limiter.allow(0.0)
+    for _ in range(7):
+        assert not limiter.allow(0.0)
+    assert limiter.violations == 7
+    assert limiter.allow(10.0)
+    assert limiter.violations == 7
+    assert limiter.allow(10.0) and not limiter.allow(10.0)
+    assert limiter.violations == 8
+
+
+def test_a_clock_that_steps_back_neither_refills_nor_drains() -> None:
+    limiter = RateLimiter(rate=1.0, burst=2, now=10.0)
+    assert limiter.allow(10.0)
+    assert limiter.allow(5.0)  # the token left is still there
+    assert not limiter.allow(5.0)
+    assert not limiter.allow(10.5)  # no refill for the time already counted
+    assert limiter.allow(11.0)
+
+
+def test_the_default_limits_make_a_working_limiter() -> None:
+    limits = Limits()
+    limiter = RateLimiter(limits.messages_per_second, limits.burst, now=0.0)
+    assert sum(limiter.allow(0.0) for _ in range(limits.burst + 10)) == limits.burst
+    assert limiter.violations == 10
+    assert sum(limiter.allow(1.0) for _ in range(100)) == int(limits.messages_per_second)
