@@ -338,8 +338,19 @@ def leave(room: Room, player_id: str, now_ms: int) -> Outcome:
     if not members:
         return Outcome(None, head)
     room = replace(room, members=members, host=_next_host(members, room.host))
-    if room.state is RoomState.COUNTDOWN and not room.player_ids():
-        room = replace(room, state=TRANSITIONS[(room.state, "no_players")], players={})
+    if room.state is RoomState.COUNTDOWN:
+        # Out of the race before it begins: a standing left behind would never be done.
+        players = {p: r for p, r in room.players.items() if p != player_id}
+        room = replace(room, players=players)
+        if not room.player_ids():
+            room = replace(
+                room,
+                state=TRANSITIONS[(room.state, "no_players")],
+                players={},
+                seed=None,
+                starts_ms=None,
+                deadline_ms=None,
+            )
     out = _emit(room, _members)
     return Outcome(out.room, head + out.events)
 
@@ -425,20 +436,8 @@ def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
     """Let time pass: end the countdown, end the race at its time limit, drop the lapsed.
 
     With ``grace_ms``, a member dropped for that long leaves (a racing player resigns).
+    A race past its time limit ends first, so that a late tick puts no one past it.
     """
-    if grace_ms is not None:
-        for player_id, member in room.members.items():
-            if not member.connected and (member.left_ms or 0) + grace_ms <= now_ms:
-                gone = leave(room, player_id, now_ms)
-                if gone.room is None:
-                    return gone
-                rest = tick(gone.room, now_ms, grace_ms)
-                return Outcome(rest.room, gone.events + rest.events)
-    if room.state is RoomState.COUNTDOWN and room.starts_ms is not None:
-        if now_ms >= room.starts_ms:
-            room = replace(room, state=TRANSITIONS[(room.state, "countdown_over")])
-            return _emit(room, _race_started)
-        return Outcome(room)
     if (
         room.state is RoomState.RACING
         and room.deadline_ms is not None
@@ -449,7 +448,25 @@ def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
             p: r if r.done else replace(r, status="out_of_time", elapsed_ms=elapsed)
             for p, r in room.players.items()
         }
-        return _finish(replace(room, players=players), "time_up")
+        over = _finish(replace(room, players=players), "time_up")
+        assert over.room is not None
+        rest = tick(over.room, now_ms, grace_ms)
+        return Outcome(rest.room, over.events + rest.events)
+    if grace_ms is not None:
+        for player_id, member in room.members.items():
+            if not member.connected and (member.left_ms or 0) + grace_ms <= now_ms:
+                gone = leave(room, player_id, now_ms)
+                if gone.room is None:
+                    return gone
+                rest = tick(gone.room, now_ms, grace_ms)
+                return Outcome(rest.room, gone.events + rest.events)
+    if (
+        room.state is RoomState.COUNTDOWN
+        and room.starts_ms is not None
+        and now_ms >= room.starts_ms
+    ):
+        room = replace(room, state=TRANSITIONS[(room.state, "countdown_over")])
+        return _emit(room, _race_started)
     return Outcome(room)
 
 
