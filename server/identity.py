@@ -31,7 +31,7 @@ def sign_token(secret: bytes, player_id: str) -> str:
 def verify_token(secret: bytes, token: str) -> str | None:
     """The player id a token proves, or None if it is forged or malformed."""
     player_id, _, mac = token.partition(".")
-    if not player_id or not mac or len(player_id) > 64:
+    if not player_id or not mac or len(player_id) > 64 or not token.isascii():
         return None
     return player_id if hmac.compare_digest(mac, _mac(secret, player_id)) else None
 

@@ -66,6 +66,8 @@ __all__ = ["Node", "Session"]
 
 log = structlog.get_logger("solrace.server")
 
+SEED_BITS = 53
+"""Race seeds stay below 2**53 so that every JSON reader (JavaScript's too) keeps them exact."""
 ROOM_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 ROOM_CODE_LENGTH = 8
 STATE_EVENTS = frozenset({"members", "countdown", "race_started", "race_over"})
@@ -368,7 +370,7 @@ class Node:
     async def _ready(self, session: Session, req: SetReady) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
-        seed = secrets.randbits(64)
+        seed = secrets.randbits(SEED_BITS)
         outcome = await self.backend.update_room(
             code, lambda r: rooms.set_ready(r, player_id, req.ready, self.now_ms(), seed)
         )
@@ -378,7 +380,7 @@ class Node:
     async def _start(self, session: Session, req: StartRace) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
-        seed = secrets.randbits(64)
+        seed = secrets.randbits(SEED_BITS)
         outcome = await self.backend.update_room(
             code, lambda r: rooms.start(r, player_id, self.now_ms(), seed)
         )
@@ -585,6 +587,8 @@ class Node:
             self.rooms[code] = outcome.room
             self._arm(outcome.room)
         for event in outcome.events:
+            if isinstance(event, RaceStarted):
+                self.metrics.races.inc()
             if isinstance(event, RaceOver):
                 await self.backend.save_results(
                     code, event.race, event.variant, event.seed, event.results
