@@ -19,7 +19,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.typing import Subprotocol
 
-from ..protocol import MSGPACK_SUBPROTOCOL, SUBPROTOCOLS, RateLimiter, codec_for
+from ..protocol import SUBPROTOCOLS, RateLimiter, codec_for
 from .backends import Backend, EmbeddedBackend
 from .config import ServerConfig
 from .logs import configure_logging
@@ -52,7 +52,7 @@ def _select_subprotocol(
         from websockets.exceptions import NegotiationError
 
         raise NegotiationError("unsupported subprotocol; offer one of " + ", ".join(SUBPROTOCOLS))
-    return Subprotocol(MSGPACK_SUBPROTOCOL)
+    return None  # no subprotocol header in the reply; the connection speaks msgpack
 
 
 def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
