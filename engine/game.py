@@ -265,7 +265,7 @@ class Game:
     def _needs_base(self, card: int) -> IllegalMove:
         return IllegalMove(
             Reason.FOUNDATION_NEEDS_BASE,
-            f"{card_name(card)} cannot start a foundation: only a {rank_name(self.base_rank)} does",
+            f"{card_name(card)} cannot start a foundation: only a card of rank {rank_name(self.base_rank)} does",
         )
 
     def _wrong_rank(self, card: int, top: int) -> IllegalMove:
