@@ -131,6 +131,16 @@ class Client:
             if reply.get("type") == "welcome":
                 break
             self._on_frame(reply)
+        if reply.get("room") is not None:
+            # A member coming back gets the room's snapshot right after the welcome: take
+            # it before saying the connection is back, so that rev, view and room are
+            # current when the caller (or the ``resumed`` event) sees the connection.
+            async with asyncio.timeout(self.request_timeout):
+                while True:
+                    frame = self._decode(await ws.recv())
+                    self._on_frame(frame)
+                    if frame.get("type") in ("room", "error"):
+                        break
         self.player_id = reply["player_id"]
         self.name = reply["name"]
         self.token = reply["token"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http
 import itertools
 import mimetypes
@@ -143,7 +144,11 @@ class SolraceServer:
         max_buffer = self.config.max_write_buffer
 
         async def send(frame: bytes | str) -> None:
-            await ws.send(frame)
+            # A reply to a connection that has gone is lost like any frame in flight (the
+            # client resumes from a snapshot); the request it answers must still run to its
+            # end, so that a move already logged is also published to the room.
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(frame)
 
         def push(frame: bytes | str) -> None:
             # broadcast() has no backpressure: a client that lets its buffer grow is closed
