@@ -160,8 +160,15 @@ class SolraceServer:
                 return
             broadcast([ws], frame)
 
+        closing = False
+
         async def close(code: int, reason: str) -> None:
-            await ws.close(code, reason)
+            # The closing handshake waits for the client's close frame, which may sit behind
+            # frames not read yet (a flood fills the queue and reading pauses): close in the
+            # background while the loop below drains, and no longer handles, those frames.
+            nonlocal closing
+            closing = True
+            self.node._spawn(ws.close(code, reason))
 
         session = Session(
             conn_id,
@@ -175,7 +182,8 @@ class SolraceServer:
         metrics.connections.inc()
         try:
             async for frame in ws:
-                await self.node.handle_frame(session, frame)
+                if not closing:
+                    await self.node.handle_frame(session, frame)
         except ConnectionClosed:
             pass
         finally:

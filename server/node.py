@@ -190,15 +190,14 @@ class Node:
         try:
             request = session.codec.decode(frame)
         except ProtocolError as error:
+            if not allowed:  # a flood of unreadable frames is a flood all the same
+                await self._rate_limited(session, error.request_id)
+                return
             await self._error(session, error.request_id, error.code, error.message)
             return
         if not allowed:
             # Decoding is bounded by the frame size limit, so the error can name the request.
-            await self._error(
-                session, request.id, ErrorCode.RATE_LIMITED, "too many messages: slow down"
-            )
-            if session.limiter.violations > self.config.limits.max_rate_violations:
-                await session.close(1008, "rate limit exceeded")
+            await self._rate_limited(session, request.id)
             return
         try:
             await self._handlers[type(request)](session, request)
@@ -212,6 +211,13 @@ class Node:
             log.exception("request_failed", type=request.type)
             await self._error(session, request.id, ErrorCode.INTERNAL, "the server failed")
         self.metrics.handling.labels(request.type).observe(time.perf_counter() - started)
+
+    async def _rate_limited(self, session: Session, request_id: int | None) -> None:
+        await self._error(
+            session, request_id, ErrorCode.RATE_LIMITED, "too many messages: slow down"
+        )
+        if session.limiter.violations > self.config.limits.max_rate_violations:
+            await session.close(1008, "rate limit exceeded")
 
     async def _error(
         self,

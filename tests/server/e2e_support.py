@@ -217,15 +217,18 @@ class RawClient:
         return await self.recv(lambda f: f.get("id") == request_id)
 
     async def error(self) -> Frame:
-        """The next error frame that answers no request (a frame that could not be read)."""
-        return await self.recv(lambda f: f.get("type") == "error" and f.get("id") is None)
+        """The next error frame (the answer to a frame that could not be read)."""
+        return await self.recv(lambda f: f.get("type") == "error")
 
     async def closed(self) -> int | None:
         """Wait for the server to close the connection; return the close code."""
         async with asyncio.timeout(TIMEOUT):
             try:
                 while True:
-                    await self.ws.recv()
+                    raw = await self.ws.recv()
+                    frame = msgpack.unpackb(raw) if isinstance(raw, bytes) else json.loads(raw)
+                    self.frames.append(frame)
+                    self._unread.append(frame)
             except ConnectionClosed as closed:
                 return closed.rcvd.code if closed.rcvd else None
 
