@@ -1,0 +1,806 @@
+// The page: identity, lobby, room, race, spectating and results over one websocket.
+
+import { BoardView, drawBoard } from "./board.js";
+import { Connection, wsUrl } from "./net.js";
+import { VARIANTS, variantTitle } from "./rules.js";
+
+const STORE_KEY = "solrace.identity";
+const $ = (testid, root = document) => root.querySelector(`[data-testid="${testid}"]`);
+
+// -- state ---------------------------------------------------------------------------------
+
+const state = {
+  identity: loadIdentity(), // {name, token}
+  conn: null,
+  me: null, // the welcome: player_id, name, token, room
+  room: null, // code, state, host, settings, members, race, you {player_id, role}
+  seq: 0,
+  view: null,
+  rev: 0,
+  players: [], // player_id, name, banked, moves, status, elapsed_ms
+  boards: {}, // spectators: player_id -> view
+  results: null,
+  seed: null,
+  lastResults: null,
+  startAt: null, // performance.now() at the race's start
+  timeLimit: null,
+  countdownEnd: null,
+  finishedAt: null,
+  link: linkFromUrl(),
+  syncing: false,
+};
+
+function loadIdentity() {
+  try {
+    const data = JSON.parse(localStorage.getItem(STORE_KEY) || "{}");
+    return { name: data.name || "", token: data.token || null };
+  } catch {
+    return { name: "", token: null };
+  }
+}
+
+function saveIdentity() {
+  localStorage.setItem(STORE_KEY, JSON.stringify(state.identity));
+}
+
+// "/r/CODE" (with "?as=spectator" to watch) names a room to join.
+function linkFromUrl() {
+  const match = /^\/r\/([A-Za-z0-9]+)\/?$/.exec(window.location.pathname);
+  if (!match) return null;
+  const params = new URLSearchParams(window.location.search);
+  const spectator = params.get("as") === "spectator" || params.has("spectate");
+  return { code: match[1].toUpperCase(), role: spectator ? "spectator" : "player" };
+}
+
+function roomUrl(code, role = "player") {
+  const suffix = role === "spectator" ? "?as=spectator" : "";
+  return `${window.location.origin}/r/${code}${suffix}`;
+}
+
+function setUrl(path) {
+  if (window.location.pathname + window.location.search !== path) {
+    history.replaceState(null, "", path);
+  }
+}
+
+const isPlayer = () => state.room?.you?.role === "player";
+const isSpectator = () => state.room?.you?.role === "spectator";
+const inRace = () => isPlayer() && state.players.some((p) => p.player_id === state.me?.player_id);
+
+// -- messages to the person ----------------------------------------------------------------
+
+let toastTimer = null;
+function showError(error) {
+  const toast = $("error");
+  $("error-message").textContent = error.message || String(error);
+  const reason = error.reason || (error.code && error.code !== "illegal_move" ? error.code : "");
+  $("error-reason").textContent = reason || "";
+  $("error-reason").hidden = !reason;
+  toast.dataset.code = error.code || "";
+  toast.dataset.reason = error.reason || "";
+  toast.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => {
+    toast.hidden = true;
+  }, 5000);
+}
+
+let noticeTimer = null;
+function showNotice(text) {
+  const notice = $("notice");
+  notice.textContent = text;
+  notice.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => {
+    notice.hidden = true;
+  }, 2500);
+}
+
+// -- connection ----------------------------------------------------------------------------
+
+function setConnStatus(status) {
+  const node = $("connection");
+  node.dataset.state = status;
+  node.textContent =
+    {
+      connecting: "connecting…",
+      connected: "online",
+      reconnecting: "reconnecting…",
+      closed: "offline",
+    }[status] || status;
+}
+
+async function connect(hello) {
+  if (state.conn) state.conn.close();
+  const conn = new Connection(wsUrl(), {
+    onEvent: (data) => {
+      if (conn === state.conn) onFrame(data);
+    },
+    onStatus: (status) => {
+      if (conn === state.conn) setConnStatus(status);
+    },
+    onClosed: (code, reason) => {
+      if (conn !== state.conn) return;
+      setConnStatus("closed");
+      if (code === 4001) showError({ message: "This player connected again elsewhere (another tab?)." });
+      else if (state.me) showError({ message: `The connection closed${reason ? `: ${reason}` : ""}. Reload to reconnect.` });
+    },
+  });
+  state.conn = conn;
+  try {
+    const welcome = await conn.open(hello);
+    onWelcome(welcome);
+  } catch (error) {
+    if (error.code === "bad_token") {
+      state.identity.token = null;
+      saveIdentity();
+      showScreen("name-screen");
+      return;
+    }
+    if (error.code === "bad_name") {
+      showError(error);
+      showScreen("name-screen");
+      return;
+    }
+    showError(error);
+  }
+}
+
+function onWelcome(welcome) {
+  state.me = welcome;
+  state.identity = { name: welcome.name, token: welcome.token };
+  saveIdentity();
+  $("player-name").textContent = welcome.name;
+  $("me").hidden = false;
+  if (welcome.room) {
+    // The snapshot of the room this player is still in follows the welcome.
+    if (state.link && state.link.code !== welcome.room) {
+      showNotice(`You are still in room ${welcome.room}: leave it to join ${state.link.code}.`);
+      prefillJoin(state.link);
+      state.link = null;
+    } else {
+      state.link = null;
+    }
+    return;
+  }
+  state.room = null;
+  if (state.link) {
+    const link = state.link;
+    state.link = null;
+    joinRoom(link.code, link.role);
+    return;
+  }
+  render();
+}
+
+function request(type, fields) {
+  return state.conn.request(type, fields);
+}
+
+async function sync() {
+  if (state.syncing || !state.room) return;
+  state.syncing = true;
+  try {
+    await request("sync");
+  } catch (error) {
+    if (error.code === "not_in_room" || error.code === "room_not_found") leftRoom();
+  } finally {
+    state.syncing = false;
+  }
+}
+
+// -- frames from the server ----------------------------------------------------------------
+
+function onFrame(data) {
+  switch (data.type) {
+    case "room":
+      takeSnapshot(data.room);
+      return;
+    case "resumed": {
+      const node = $("connection");
+      node.dataset.resumes = String(Number(node.dataset.resumes || 0) + 1);
+      if (!data.welcome.room) leftRoom();
+      return;
+    }
+    case "error":
+      if (data.code !== "stale_revision") showError(data);
+      return;
+    default:
+      break;
+  }
+  if (!state.room || data.room !== state.room.code || typeof data.seq !== "number") return;
+  if (data.seq <= state.seq) return;
+  const gap = data.seq > state.seq + 1;
+  state.seq = data.seq;
+  const handler = EVENTS[data.type];
+  if (handler) handler(data);
+  if (gap) sync();
+  render();
+}
+
+function takeSnapshot(room) {
+  const now = performance.now();
+  state.room = {
+    code: room.code,
+    state: room.state,
+    host: room.host,
+    settings: room.settings,
+    members: room.members,
+    race: room.race,
+    you: { player_id: room.you.player_id, role: room.you.role },
+  };
+  state.seq = room.seq;
+  state.countdownEnd = room.state === "countdown" ? now + (room.starts_in_ms || 0) : null;
+  if (room.state === "racing" || room.state === "finished") {
+    state.players = room.players || [];
+    state.startAt = now - (room.elapsed_ms || 0);
+    state.timeLimit = room.time_limit || room.settings.time_limit;
+    state.view = room.you.view || null;
+    state.rev = room.you.rev || 0;
+    state.boards = room.boards || {};
+  } else {
+    clearRace();
+  }
+  if (room.state === "finished") {
+    state.results = room.results;
+    state.seed = room.seed;
+    state.finishedAt = now;
+  } else {
+    state.results = null;
+    state.seed = null;
+  }
+  const role = room.you.role;
+  setUrl(`/r/${room.code}${role === "spectator" ? "?as=spectator" : ""}`);
+  boardShown = null;
+  render();
+}
+
+function clearRace() {
+  state.players = [];
+  state.view = null;
+  state.rev = 0;
+  state.boards = {};
+  state.startAt = null;
+  state.finishedAt = null;
+}
+
+function leftRoom() {
+  state.room = null;
+  state.seq = 0;
+  clearRace();
+  state.results = null;
+  state.lastResults = null;
+  setUrl("/");
+  render();
+}
+
+const EVENTS = {
+  members(event) {
+    const room = state.room;
+    const wasFinished = room.state === "finished";
+    room.state = event.state;
+    room.host = event.host;
+    room.members = event.members;
+    room.settings = event.settings;
+    if (!event.members.some((m) => m.player_id === state.me.player_id)) {
+      leftRoom();
+      return;
+    }
+    if (event.state === "lobby") {
+      if (wasFinished && state.results) state.lastResults = { results: state.results, seed: state.seed };
+      state.results = null;
+      state.seed = null;
+      state.countdownEnd = null;
+      clearRace();
+    }
+  },
+  countdown(event) {
+    state.room.state = "countdown";
+    state.countdownEnd = performance.now() + event.seconds * 1000;
+    state.results = null;
+    state.seed = null;
+    clearRace();
+  },
+  race_started(event) {
+    const room = state.room;
+    room.state = "racing";
+    room.race = event.race;
+    state.countdownEnd = null;
+    state.startAt = performance.now();
+    state.timeLimit = event.time_limit;
+    state.boards = event.boards || {};
+    if (event.view) {
+      state.view = event.view;
+      state.rev = event.rev || 0;
+    }
+    const dealt = event.view
+      ? event.view.banked
+      : Object.values(state.boards)[0]?.banked || 0;
+    state.players = event.players.map((p) => ({
+      player_id: p.player_id,
+      name: p.name,
+      banked: state.boards[p.player_id]?.banked ?? dealt,
+      moves: 0,
+      status: "playing",
+      elapsed_ms: 0,
+    }));
+    boardShown = null;
+  },
+  progress(event) {
+    const player = state.players.find((p) => p.player_id === event.player_id);
+    if (player) {
+      player.banked = event.banked;
+      player.moves = event.moves;
+      player.status = event.status;
+      player.elapsed_ms = event.elapsed_ms;
+    }
+    if (event.view) state.boards[event.player_id] = event.view;
+  },
+  race_over(event) {
+    state.room.state = "finished";
+    $("error").hidden = true;
+    state.results = event.results;
+    state.seed = event.seed;
+    state.finishedAt = performance.now();
+    for (const result of event.results) {
+      const player = state.players.find((p) => p.player_id === result.player_id);
+      if (player) Object.assign(player, { status: result.status, banked: result.banked, moves: result.moves });
+    }
+  },
+};
+
+// -- actions ---------------------------------------------------------------------------------
+
+async function joinRoom(code, role) {
+  try {
+    await request("join_room", { code, role });
+  } catch (error) {
+    showError(error);
+    prefillJoin({ code, role: error.code === "wrong_state" ? "spectator" : role });
+    setUrl("/");
+    render();
+  }
+}
+
+function prefillJoin(link) {
+  $("join-code").value = link.code;
+  $("join-spectator").checked = link.role === "spectator";
+}
+
+async function act(type, fields) {
+  try {
+    return await request(type, fields);
+  } catch (error) {
+    showError(error);
+    return null;
+  }
+}
+
+// Play a move on the current revision; true once the server accepted it.
+async function playMove(text) {
+  try {
+    const ack = await request("move", { move: text, rev: state.rev });
+    state.view = ack.view;
+    state.rev = ack.rev;
+    if (boardView) {
+      boardView.update(state.view);
+      boardShown = state.view;
+    }
+    renderRace();
+    return true;
+  } catch (error) {
+    showError(error);
+    if (error.code === "stale_revision") await sync();
+    return false;
+  }
+}
+
+// -- rendering -------------------------------------------------------------------------------
+
+const SCREENS = ["name-screen", "home", "room", "race"];
+let boardView = null;
+let boardShown = null;
+
+function showScreen(name) {
+  $("loading").hidden = true;
+  for (const screen of SCREENS) $(screen).hidden = screen !== name;
+  document.body.dataset.screen = name;
+}
+
+function render() {
+  if (!state.me) return;
+  if (!state.room) {
+    showScreen("home");
+    return;
+  }
+  if (state.room.state === "lobby") {
+    showScreen("room");
+    renderRoom();
+    return;
+  }
+  showScreen("race");
+  renderRace();
+}
+
+function formatTime(ms) {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const minutes = Math.floor(total / 60);
+  const seconds = String(total % 60).padStart(2, "0");
+  return `${minutes}:${seconds}`;
+}
+
+function settingsText(settings) {
+  const parts = [
+    `${settings.max_players} player${settings.max_players === 1 ? "" : "s"} max`,
+    `${formatTime(settings.time_limit * 1000)} time limit`,
+    `${settings.countdown}s countdown`,
+    settings.undo ? "undo on" : "undo off",
+    settings.spectators ? "spectators welcome" : "no spectators",
+  ];
+  return parts.join(" · ");
+}
+
+function renderRoom() {
+  const room = state.room;
+  $("room-code").textContent = room.code;
+  $("room-variant").textContent = variantTitle(room.settings.variant);
+  $("room-link").value = roomUrl(room.code);
+  $("room-settings").textContent = settingsText(room.settings);
+  const list = $("members");
+  list.replaceChildren();
+  for (const member of room.members) {
+    const item = document.createElement("li");
+    item.className = "member";
+    item.dataset.testid = "member";
+    item.dataset.playerId = member.player_id;
+    item.dataset.role = member.role;
+    item.dataset.ready = String(member.ready);
+    item.dataset.host = String(member.player_id === room.host);
+    const name = document.createElement("span");
+    name.className = "member-name";
+    name.textContent = member.name;
+    item.append(name);
+    const tag = (text, cls) => {
+      const node = document.createElement("span");
+      node.className = `tag ${cls}`;
+      node.textContent = text;
+      item.append(node);
+    };
+    if (member.player_id === state.me.player_id) tag("you", "you");
+    if (member.player_id === room.host) tag("host", "host");
+    if (member.role === "spectator") tag("spectator", "spectator");
+    else tag(member.ready ? "ready" : "not ready", member.ready ? "ready" : "waiting");
+    if (!member.connected) tag("offline", "offline");
+    list.append(item);
+  }
+  const me = room.members.find((m) => m.player_id === state.me.player_id);
+  const ready = $("ready");
+  ready.hidden = !isPlayer();
+  ready.setAttribute("aria-pressed", String(Boolean(me?.ready)));
+  ready.textContent = me?.ready ? "Ready ✓ (click to wait)" : "I'm ready";
+  ready.classList.toggle("on", Boolean(me?.ready));
+  $("start").hidden = room.host !== state.me.player_id;
+  const players = room.members.filter((m) => m.role === "player").length;
+  $("room-hint").textContent = isSpectator()
+    ? "You are watching: the boards appear when the race starts."
+    : `The host starts the race, or it starts when every player is ready (${players} player${players === 1 ? "" : "s"} here).`;
+  const last = $("last-results");
+  last.hidden = !state.lastResults;
+  if (state.lastResults) {
+    last.querySelector(".results-host").replaceChildren(resultsTable(state.lastResults));
+  }
+}
+
+function progressRow(player) {
+  const item = document.createElement("li");
+  item.className = "progress-row";
+  item.dataset.testid = "progress-row";
+  item.dataset.playerId = player.player_id;
+  item.dataset.banked = String(player.banked);
+  item.dataset.moves = String(player.moves);
+  item.dataset.status = player.status;
+  if (player.player_id === state.me.player_id) item.classList.add("mine");
+  const name = document.createElement("span");
+  name.className = "p-name";
+  name.textContent = player.player_id === state.me.player_id ? `${player.name} (you)` : player.name;
+  const bar = document.createElement("span");
+  bar.className = "bar";
+  bar.setAttribute("role", "progressbar");
+  bar.setAttribute("aria-valuemin", "0");
+  bar.setAttribute("aria-valuemax", "52");
+  bar.setAttribute("aria-valuenow", String(player.banked));
+  const fill = document.createElement("span");
+  fill.className = "fill";
+  fill.style.width = `${(player.banked / 52) * 100}%`;
+  bar.append(fill);
+  const stats = document.createElement("span");
+  stats.className = "p-stats";
+  const banked = document.createElement("b");
+  banked.dataset.testid = "banked";
+  banked.textContent = `${player.banked}/52`;
+  const moves = document.createElement("span");
+  moves.dataset.testid = "moves";
+  moves.textContent = `${player.moves} move${player.moves === 1 ? "" : "s"}`;
+  const status = document.createElement("span");
+  status.className = `status s-${player.status}`;
+  status.dataset.testid = "status";
+  status.textContent = player.status.replaceAll("_", " ");
+  stats.append(banked, moves, status);
+  item.append(name, bar, stats);
+  return item;
+}
+
+const STATUS_TEXT = {
+  won: "You won: all 52 cards are home!",
+  stuck: "No legal move is left: your game is over.",
+  resigned: "You resigned.",
+  out_of_time: "Time is up.",
+};
+
+function renderRace() {
+  const room = state.room;
+  if (!room) return;
+  $("race-variant").textContent = variantTitle(room.settings.variant);
+  $("race-room").textContent = room.code;
+  $("time-limit-label").textContent = formatTime((state.timeLimit || room.settings.time_limit) * 1000);
+  const progress = $("progress");
+  progress.replaceChildren(...state.players.map(progressRow));
+  progress.hidden = !state.players.length;
+  tick();
+
+  const finished = room.state === "finished";
+  const playerArea = $("player-area");
+  const showBoard = inRace() && state.view && room.state !== "countdown";
+  playerArea.hidden = !showBoard;
+  if (showBoard) {
+    if (!boardView) {
+      boardView = new BoardView($("board-host"), { onMove: playMove });
+    }
+    if (boardShown !== state.view) {
+      boardView.update(state.view);
+      boardShown = state.view;
+    }
+    const done = state.view.status !== "playing" || finished;
+    boardView.setEnabled(!done);
+    const undo = $("undo");
+    undo.hidden = !room.settings.undo || done;
+    undo.disabled = !state.view.can_undo || done;
+    $("resign").hidden = done;
+    const me = state.players.find((p) => p.player_id === state.me.player_id);
+    const status = me && me.status !== "playing" ? me.status : state.view.status;
+    const banner = $("game-status");
+    banner.hidden = status === "playing";
+    banner.dataset.status = status;
+    banner.textContent = STATUS_TEXT[status] || status;
+    if (!finished && status !== "playing") banner.textContent += " Waiting for the others…";
+  } else {
+    $("game-status").hidden = true;
+  }
+
+  const spectating = isSpectator() || (isPlayer() && !inRace() && room.state !== "countdown");
+  const boards = $("spectator-boards");
+  boards.hidden = !spectating || !Object.keys(state.boards).length;
+  if (!boards.hidden) renderSpectatorBoards(boards);
+
+  const results = $("results");
+  results.hidden = !finished;
+  if (finished && state.results) {
+    results.querySelector(".results-host").replaceChildren(resultsTable({ results: state.results, seed: state.seed }));
+    $("rematch").hidden = !isPlayer();
+  }
+}
+
+function renderSpectatorBoards(host) {
+  const panels = [];
+  for (const player of state.players) {
+    const view = state.boards[player.player_id];
+    if (!view) continue;
+    const panel = document.createElement("div");
+    panel.className = "spectator-board";
+    panel.dataset.testid = "spectator-board";
+    panel.dataset.playerId = player.player_id;
+    const head = document.createElement("div");
+    head.className = "sb-head";
+    const name = document.createElement("b");
+    name.textContent = player.name;
+    const stats = document.createElement("span");
+    stats.className = "muted";
+    stats.textContent = `${player.banked}/52 banked · ${player.moves} moves · ${player.status.replaceAll("_", " ")}`;
+    head.append(name, stats);
+    const wrap = document.createElement("div");
+    wrap.className = "board-host small";
+    wrap.append(drawBoard(view));
+    panel.append(head, wrap);
+    panels.push(panel);
+  }
+  host.replaceChildren(...panels);
+}
+
+function resultsTable({ results, seed }) {
+  const wrap = document.createElement("div");
+  const table = document.createElement("table");
+  table.className = "results-table";
+  table.innerHTML =
+    "<thead><tr><th>#</th><th>Player</th><th>Banked</th><th>Moves</th><th>Time</th><th>Status</th></tr></thead>";
+  const body = document.createElement("tbody");
+  for (const result of results) {
+    const row = document.createElement("tr");
+    row.dataset.testid = "result-row";
+    row.dataset.playerId = result.player_id;
+    const cells = [
+      String(result.rank),
+      result.name,
+      `${result.banked}/52`,
+      String(result.moves),
+      formatTime(result.time_ms),
+      result.status.replaceAll("_", " "),
+    ];
+    for (const text of cells) {
+      const cell = document.createElement("td");
+      cell.textContent = text;
+      row.append(cell);
+    }
+    if (state.me && result.player_id === state.me.player_id) row.classList.add("mine");
+    body.append(row);
+  }
+  table.append(body);
+  const seedLine = document.createElement("p");
+  seedLine.className = "seed-line";
+  seedLine.append("Deal seed (replay it to check the deal): ");
+  const code = document.createElement("code");
+  code.dataset.testid = "seed";
+  code.textContent = String(seed);
+  seedLine.append(code);
+  wrap.append(table, seedLine);
+  return wrap;
+}
+
+// The clock and the countdown, several times a second.
+function tick() {
+  const now = performance.now();
+  const room = state.room;
+  const countdown = $("countdown");
+  if (room && room.state === "countdown" && state.countdownEnd !== null) {
+    countdown.hidden = false;
+    const left = Math.max(0, Math.ceil((state.countdownEnd - now) / 1000));
+    countdown.querySelector(".countdown-number").textContent = left > 0 ? String(left) : "Go!";
+    countdown.dataset.seconds = String(left);
+  } else {
+    countdown.hidden = true;
+  }
+  if (room && state.startAt !== null) {
+    const end = room.state === "finished" && state.finishedAt !== null ? state.finishedAt : now;
+    const limit = (state.timeLimit || room.settings.time_limit) * 1000;
+    $("elapsed").textContent = formatTime(Math.min(limit, end - state.startAt));
+  } else if (room) {
+    $("elapsed").textContent = "0:00";
+  }
+}
+
+// -- wiring ----------------------------------------------------------------------------------
+
+function formValues(form) {
+  const data = new FormData(form);
+  return {
+    variant: data.get("variant"),
+    max_players: Number(data.get("max_players")),
+    countdown: Number(data.get("countdown")),
+    time_limit: Number(data.get("time_limit")),
+    spectators: data.get("spectators") === "on",
+    undo: data.get("undo") === "on",
+  };
+}
+
+function wire() {
+  const select = $("variant");
+  for (const [id, title] of VARIANTS) {
+    const option = document.createElement("option");
+    option.value = id;
+    option.textContent = title;
+    select.append(option);
+  }
+
+  $("name-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const name = $("name-input").value.trim();
+    if (!name) return;
+    state.identity.name = name;
+    saveIdentity();
+    $("loading").hidden = false;
+    $("name-screen").hidden = true;
+    const returning = state.me !== null;
+    state.me = null;
+    connect({ name, token: state.identity.token }).then(() => {
+      if (returning) {
+        const where = state.room ? " in the rooms you join from now on" : "";
+        showNotice(`You now play as ${state.identity.name}${where}.`);
+      }
+    });
+  });
+
+  $("change-name").addEventListener("click", () => {
+    $("name-input").value = state.identity.name;
+    showScreen("name-screen");
+    $("name-input").focus();
+  });
+
+  $("create-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    act("create_room", formValues(event.target));
+  });
+
+  $("join-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const code = $("join-code").value.trim().toUpperCase();
+    if (!code) return;
+    joinRoom(code, $("join-spectator").checked ? "spectator" : "player");
+  });
+
+  $("copy-link").addEventListener("click", async () => {
+    const input = $("room-link");
+    try {
+      await navigator.clipboard.writeText(input.value);
+    } catch {
+      input.select();
+      document.execCommand("copy");
+    }
+    showNotice("Link copied");
+  });
+
+  $("ready").addEventListener("click", () => {
+    const me = state.room?.members.find((m) => m.player_id === state.me.player_id);
+    act("ready", { ready: !me?.ready });
+  });
+  $("start").addEventListener("click", () => act("start"));
+
+  const leave = async () => {
+    const reply = await act("leave_room");
+    if (reply) leftRoom();
+  };
+  $("leave").addEventListener("click", leave);
+  $("leave-race").addEventListener("click", leave);
+  $("rematch").addEventListener("click", () => act("rematch"));
+  $("undo").addEventListener("click", () => {
+    if (boardView && !boardView.busy) playMove("u");
+  });
+
+  let resignArmed = null;
+  $("resign").addEventListener("click", () => {
+    const button = $("resign");
+    if (resignArmed) {
+      clearTimeout(resignArmed);
+      resignArmed = null;
+      button.textContent = "Resign";
+      button.classList.remove("armed");
+      act("resign");
+      return;
+    }
+    button.textContent = "Resign? Click again";
+    button.classList.add("armed");
+    resignArmed = setTimeout(() => {
+      resignArmed = null;
+      button.textContent = "Resign";
+      button.classList.remove("armed");
+    }, 3000);
+  });
+
+  $("error").addEventListener("click", () => {
+    $("error").hidden = true;
+  });
+
+  setInterval(tick, 250);
+}
+
+function start() {
+  wire();
+  if (state.link) prefillJoin(state.link);
+  $("name-input").value = state.identity.name;
+  if (state.identity.token) {
+    connect({ token: state.identity.token });
+  } else {
+    showScreen("name-screen");
+    setConnStatus("idle");
+  }
+}
+
+start();
