@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cards import card_name, rank_name
-from .game import Game
+from .game import Game, Status
 from .moves import format_move
 
 __all__ = ["board_view", "full_layout", "player_view", "spectator_view"]
@@ -45,9 +45,10 @@ def board_view(game: Game) -> View:
 def player_view(game: Game, *, legal: bool = False) -> View:
     """What the player of ``game`` sees; ``legal`` adds the legal moves in the notation."""
     view = board_view(game)
-    view["can_undo"] = game.can_undo
+    playing = view["status"] == Status.PLAYING.value  # a stuck game is over: no undo, no moves
+    view["can_undo"] = playing and game.can_undo
     if legal:
-        view["legal"] = [format_move(m) for m in game.legal_moves()]
+        view["legal"] = [format_move(m) for m in game.legal_moves()] if playing else []
     return view
 
 
