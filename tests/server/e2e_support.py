@@ -49,18 +49,24 @@ def deal_seed(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
 
 
 def winning_deal(variant: str) -> tuple[int, list[str]]:
-    """A seed of ``variant`` and a move list that wins it: from the fixture, else the solver."""
+    """A seed of ``variant`` and a move list that wins it: from the fixture, else the solver.
+
+    The solver is asked only for Canfield, whose deals it wins within a moment; a variant
+    with no line in the fixture is skipped.
+    """
     if WINNING_DEALS.exists():
         for entry in json.loads(WINNING_DEALS.read_text()):
             if entry["variant"] == variant:
                 seed, moves = int(entry["seed"]), [str(m) for m in entry["moves"]]
                 if replay(variant, seed, moves).banked == 52:
                     return seed, moves
+    if variant != "canfield":
+        pytest.skip(f"no winning {variant} line in {WINNING_DEALS.name}")
     try:
         from solrace.engine.solver import solve
     except ImportError:  # pragma: no cover - the solver ships with the engine
         pytest.skip("no winning line: neither the fixture nor the solver is here")
-    for seed in range(1, 200):
+    for seed in range(1, 50):
         found = solve(variant, seed, max_nodes=20_000)
         if found is not None:
             return seed, [format_move(m) for m in found]

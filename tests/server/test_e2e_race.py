@@ -1,0 +1,85 @@
+"""A whole race over real websockets: one player plays a known winning line to the end."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
+from e2e_support import (
+    FAST,
+    apply_text,
+    deal_seed,
+    events_until,
+    fresh,
+    of_type,
+    shows,
+    steady_move,
+    winning_deal,
+)
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> RunningServer:
+    """A node whose rate limit lets a test play a whole game at full speed."""
+    return await start_server(limits=FAST)
+
+
+@pytest.mark.parametrize("variant", ["canfield", "rainbow-canfield"])
+async def test_the_winner_of_a_known_deal_ranks_first_and_the_seed_comes_last(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch, variant: str
+) -> None:
+    seed, line = winning_deal(variant)
+    deal_seed(monkeypatch, seed)
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    room = await alice.create_room(variant, countdown=0)
+    assert "seed" not in room
+    await bob.join(room["code"])
+    await alice.start()
+    started_a = await alice.next_event("race_started", timeout=TIMEOUT)
+    started_b = await bob.next_event("race_started", timeout=TIMEOUT)
+
+    # Both players are dealt the same layout, the one the seed makes, and not the seed.
+    local = fresh(variant, seed)
+    assert started_a["view"] == started_b["view"] and shows(started_a["view"], local)
+    assert started_a["rev"] == started_b["rev"] == 0
+    assert "seed" not in started_a and "seed" not in started_b
+
+    # Bob plays a few moves of his own; his board is his alone.
+    for _ in range(3):
+        move = steady_move(local)
+        apply_text(local, move)
+        ack = await bob.move(move)
+        assert shows(ack["view"], local)
+
+    # Alice plays the winning line to the last card.
+    for index, move in enumerate(line, start=1):
+        ack = await alice.move(move)
+        assert ack["rev"] == index and not ack.get("duplicate")
+    assert ack["view"]["status"] == "won" and ack["view"]["banked"] == 52
+    with pytest.raises(Exception, match="game_over"):
+        await alice.move("d")
+
+    # Bob has heard of it, but the race goes on while he plays; the seed is still secret.
+    heard = await events_until(bob, lambda e: e.get("status") == "won")
+    assert heard[-1]["player_id"] == alice.player_id and heard[-1]["banked"] == 52
+    assert all("view" not in e for e in heard if e["type"] == "progress")
+    snapshot = await bob.sync()
+    assert snapshot["state"] == "racing" and "seed" not in snapshot
+
+    await bob.resign()
+    seen_a = await events_until(alice, of_type("race_over"))
+    seen_b = await events_until(bob, of_type("race_over"))
+    for seen in (seen_a, seen_b):
+        assert all("seed" not in e for e in seen[:-1])
+        over = seen[-1]
+        assert over["seed"] == seed and over["variant"] == variant
+        first, second = over["results"]
+        assert first["rank"] == 1 and first["player_id"] == alice.player_id
+        assert first["status"] == "won" and first["banked"] == 52
+        assert first["moves"] == len(line)
+        assert second["rank"] == 2 and second["player_id"] == bob.player_id
+        assert second["status"] == "resigned" and second["moves"] == 3
+
+    # Once the race is over, anyone may check the deal: the snapshot carries the seed too.
+    snapshot = await alice.sync()
+    assert snapshot["state"] == "finished" and snapshot["seed"] == seed
