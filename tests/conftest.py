@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from redis_server import RedisServer
 
 from solrace.client import Client
 from solrace.server import Node, ServerConfig, SolraceServer, make_backend
@@ -38,19 +39,42 @@ class RunningServer:
 ServerFactory = Callable[..., Awaitable[RunningServer]]
 
 
-@pytest.fixture(params=["embedded"])
+@pytest.fixture(params=["embedded", "redis"])
 def backend_kind(request: pytest.FixtureRequest) -> str:
     """Which backend the server tests run on."""
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server of the test run's own, started on first use, stopped at the end."""
+    if not RedisServer.available():
+        pytest.skip("redis-server is not installed")
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-async def start_server(tmp_path: Path, backend_kind: str) -> AsyncIterator[ServerFactory]:
+def redis_url(backend_kind: str, request: pytest.FixtureRequest) -> str | None:
+    """For the redis kind, the URL of an emptied (and running) Redis; else None."""
+    if backend_kind != "redis":
+        return None
+    server: RedisServer = request.getfixturevalue("redis_server")
+    server.start()  # a test may have stopped it
+    server.flush()
+    return server.url
+
+
+@pytest.fixture
+async def start_server(tmp_path: Path, redis_url: str | None) -> AsyncIterator[ServerFactory]:
     """Start server nodes (sharing one backend store) with any config overrides."""
     servers: list[SolraceServer] = []
 
     async def start(**overrides: Any) -> RunningServer:
-        config = replace(ServerConfig(port=0, data_dir=tmp_path / "data"), **overrides)
+        base = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=redis_url)
+        config = replace(base, **overrides)
         server = SolraceServer(Node(make_backend(config), config), config)
         await server.start()
         servers.append(server)

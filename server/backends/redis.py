@@ -1,0 +1,576 @@
+"""The Redis backend: several nodes share rooms, move logs, players and results.
+
+Every key of a room carries the room code as a hash tag, and so does its channel, so that
+one Redis Cluster slot holds all of a room: the Lua scripts touch a single slot, and a
+sharded SPUBLISH reaches the shard that SSUBSCRIBE listens on.
+
+=====================================  ==========================================
+key                                    holds
+=====================================  ==========================================
+``P:secret``                           the token secret, set once by the first node
+``P:player:{ID}``                      hash: ``name``, ``room``
+``P:{CODE}:room``                      hash: ``v`` (version), ``data`` (the record)
+``P:{CODE}:logs``                      set of the room's move-log keys
+``P:{CODE}:log:RACE:PLAYER``           stream: move number ``rev`` has id ``0-(rev+1)``
+``P:{CODE}:results``                   hash: race number -> ranked results
+``P:{CODE}:events``                    sharded pub/sub channel of the room's events
+=====================================  ==========================================
+
+``P`` is the key prefix (``solrace``). Records, results and events are msgpack.
+
+A room record is changed by compare-and-set: read it with its version, apply the pure
+change in Python, write it back with a Lua script that checks the version first, and on
+a conflict read and apply again. A move log refuses a gap or a rewrite in one script that
+compares the move number with the stream's length before XADD.
+
+Pub/sub is at most once: one reader task per node holds a connection of its own, reads
+with short polls, dispatches each event to its room's handler in order, and when the
+connection fails it reconnects with backoff and subscribes to its rooms again. Events
+published while it was away are lost; anything a client must not miss is re-read from
+the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+import structlog
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.client import PubSub
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import (
+    ClusterDownError,
+    ReadOnlyError,
+    TryAgainError,
+)
+from redis.exceptions import (
+    ConnectionError as RedisConnectionError,
+)
+from redis.exceptions import (
+    TimeoutError as RedisTimeoutError,
+)
+
+from ...protocol import ErrorCode, ProtocolError
+from ..room import Outcome, Room
+from .base import Backend, BackendUnavailable, EventHandler, RoomUpdate
+
+__all__ = ["RedisBackend"]
+
+log = structlog.get_logger("solrace.server")
+
+#: Errors that mean "Redis cannot be reached or cannot write now", never a bug of ours.
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    ReadOnlyError,
+    ClusterDownError,
+    TryAgainError,
+    OSError,
+    asyncio.TimeoutError,
+)
+
+# A code that could be a room's (the node makes 8 characters of [2-9A-Z]); anything else
+# names no room, and never reaches a key where a brace would move its hash tag.
+_ROOM_CODE = re.compile(r"[0-9A-Za-z_-]{1,64}")
+
+_CREATE_ROOM = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', '1', 'data', ARGV[1])
+if tonumber(ARGV[2]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+"""
+
+# KEYS: room; ARGV: expected version, new record ('' deletes), time to live in ms (0: none)
+# Returns 1 once the record is swapped, 0 on a conflict. A swap retried after its reply
+# was lost finds its own write (or the room gone, for a delete) and succeeds again.
+_SWAP_ROOM = """
+local v = redis.call('HGET', KEYS[1], 'v')
+if v ~= ARGV[1] then
+  if not v then
+    if ARGV[2] == '' then return 1 end
+    return 0
+  end
+  if tonumber(v) == tonumber(ARGV[1]) + 1 and redis.call('HGET', KEYS[1], 'data') == ARGV[2] then
+    return 1
+  end
+  return 0
+end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('HINCRBY', KEYS[1], 'v', 1)
+redis.call('HSET', KEYS[1], 'data', ARGV[2])
+if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return 1
+"""
+
+# KEYS: log, the room's set of logs; ARGV: rev, rev + 1, move, time to live in ms (0: none)
+# Returns -1 once the move is logged, else the log's length. Repeating the logged move at
+# its own number succeeds, so that a command retried after a lost reply is harmless.
+_APPEND_MOVE = """
+local n = redis.call('XLEN', KEYS[1])
+local rev = tonumber(ARGV[1])
+if rev == n then
+  redis.call('XADD', KEYS[1], '0-' .. ARGV[2], 'm', ARGV[3])
+  redis.call('SADD', KEYS[2], KEYS[1])
+  if tonumber(ARGV[4]) > 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  end
+  return -1
+end
+if rev < n then
+  local entry = redis.call('XRANGE', KEYS[1], '0-' .. ARGV[2], '0-' .. ARGV[2])
+  if entry[1] ~= nil and entry[1][2][2] == ARGV[3] then return -1 end
+end
+return n
+"""
+
+
+def _pack(data: Any) -> bytes:
+    packed: bytes = msgpack.packb(data, use_bin_type=True)
+    return packed
+
+
+def _unpack(data: bytes | str) -> Any:
+    return msgpack.unpackb(_bytes(data), raw=False)
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
+def _text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisBackend(Backend):
+    """Rooms, logs, players and results in one Redis; room events over sharded pub/sub.
+
+    Every timeout is an argument (seconds), chosen so that a node refuses work as
+    ``unavailable`` within about ``socket_timeout * (retries + 1)`` when Redis stops
+    answering, instead of hanging on it:
+
+    - ``socket_timeout``: the longest wait for a command's reply.
+    - ``connect_timeout``: the longest wait to open a connection.
+    - ``retries``: how many times a command is retried after a connection error or a
+      timeout (the scripts are safe to repeat), with a short backoff.
+    - ``max_connections`` and ``pool_timeout``: the command connections of this node, and
+      how long a command waits for a free one.
+    - ``ready_timeout``: how long :meth:`ready` waits for a PING.
+    - ``poll_interval``: how long one pub/sub read waits for a message; the reader's own
+      connection is never read without this bound, so ``socket_timeout`` cannot trip on a
+      quiet channel.
+    - ``ping_interval``: after that much silence the reader pings, and takes the
+      connection for dead if no answer comes within ``socket_timeout``.
+    - ``subscribe_timeout``: how long :meth:`subscribe` waits for Redis to confirm.
+    - ``reconnect_delay`` and ``max_reconnect_delay``: the reader's backoff while Redis is
+      away.
+    - ``room_ttl``: a room untouched for that long is dropped with its logs (a room whose
+      nodes all died does not stay forever); None keeps rooms until their last member
+      leaves.
+    - ``max_update_attempts``: compare-and-set rounds before a contended update gives up
+      as unavailable.
+    """
+
+    name = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "solrace",
+        socket_timeout: float = 2.0,
+        connect_timeout: float = 1.0,
+        retries: int = 1,
+        max_connections: int = 64,
+        pool_timeout: float = 2.0,
+        ready_timeout: float = 0.5,
+        poll_interval: float = 1.0,
+        ping_interval: float = 5.0,
+        subscribe_timeout: float = 2.0,
+        reconnect_delay: float = 0.05,
+        max_reconnect_delay: float = 2.0,
+        room_ttl: float | None = 24 * 3600.0,
+        max_update_attempts: int = 100,
+    ) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.socket_timeout = socket_timeout
+        self.connect_timeout = connect_timeout
+        self.ready_timeout = ready_timeout
+        self.poll_interval = poll_interval
+        self.ping_interval = ping_interval
+        self.subscribe_timeout = subscribe_timeout
+        self.reconnect_delay = reconnect_delay
+        self.max_reconnect_delay = max_reconnect_delay
+        self.room_ttl_ms = 0 if room_ttl is None else int(room_ttl * 1000)
+        self.max_update_attempts = max_update_attempts
+        pool = BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=pool_timeout,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=connect_timeout,
+            retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), retries),
+            health_check_interval=0,
+        )
+        self._redis = Redis.from_pool(pool)
+        # The reader's client: one connection, no retries of its own (the reader
+        # reconnects and subscribes again itself); reads pass their own short timeout.
+        self._pubsub_redis = Redis.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=connect_timeout,
+            retry=Retry(NoBackoff(), 0),
+            health_check_interval=0,
+        )
+        self._create_room = self._redis.register_script(_CREATE_ROOM)
+        self._swap_room = self._redis.register_script(_SWAP_ROOM)
+        self._append_move = self._redis.register_script(_APPEND_MOVE)
+        self._secret = b""
+        self._handlers: dict[bytes, tuple[str, EventHandler]] = {}
+        self._confirmations: dict[bytes, asyncio.Future[None]] = {}
+        self._pubsub: PubSub | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._delay = reconnect_delay
+        self._closing = False
+
+    # keys -------------------------------------------------------------------------------
+
+    def _room_key(self, code: str, kind: str) -> str:
+        return f"{self.prefix}:{{{code}}}:{kind}"
+
+    def _log_key(self, code: str, race: int, player_id: str) -> str:
+        return f"{self.prefix}:{{{code}}}:log:{race}:{player_id}"
+
+    def _player_key(self, player_id: str) -> str:
+        return f"{self.prefix}:player:{{{player_id}}}"
+
+    def _channel(self, code: str) -> bytes:
+        return self._room_key(code, "events").encode()
+
+    @staticmethod
+    def _known(code: str) -> bool:
+        return _ROOM_CODE.fullmatch(code) is not None
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn Redis being away into BackendUnavailable."""
+        try:
+            yield
+        except UNAVAILABLE_ERRORS as error:
+            raise BackendUnavailable(f"redis: {error}") from error
+
+    # life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Read the shared token secret (the first node sets it) and start the reader."""
+        with self._guard():
+            key = f"{self.prefix}:secret"
+            await self._redis.set(key, secrets.token_bytes(32), nx=True)
+            secret = await self._redis.get(key)
+        if not secret:
+            raise BackendUnavailable("redis: the token secret is missing")
+        self._secret = _bytes(secret)
+        if self._reader is None:
+            self._reader = asyncio.ensure_future(self._read_events())
+
+    async def close(self) -> None:
+        """Stop the reader and close every connection."""
+        self._closing = True
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            # redis-py may swallow a cancellation that lands as a read's own timeout
+            # fires, so cancel until the reader is done (it also stops on _closing).
+            while not reader.done():
+                reader.cancel()
+                await asyncio.wait([reader], timeout=0.1)
+        await self._drop_pubsub()
+        for future in self._confirmations.values():
+            future.cancel()
+        self._confirmations.clear()
+        self._handlers.clear()
+        with contextlib.suppress(*UNAVAILABLE_ERRORS):
+            await self._pubsub_redis.aclose()
+        with contextlib.suppress(*UNAVAILABLE_ERRORS):
+            await self._redis.aclose()
+
+    async def ready(self) -> bool:
+        """Whether Redis answers a PING within ``ready_timeout``."""
+        try:
+            async with asyncio.timeout(self.ready_timeout):
+                return bool(await self._redis.ping())
+        except UNAVAILABLE_ERRORS:
+            return False
+
+    async def secret(self) -> bytes:
+        """The token secret read at start, the same on every node."""
+        return self._secret
+
+    # players ----------------------------------------------------------------------------
+
+    async def save_player(self, player_id: str, name: str) -> None:
+        """Insert or rename a player."""
+        with self._guard():
+            await self._redis.hset(self._player_key(player_id), "name", name)
+
+    async def player_name(self, player_id: str) -> str | None:
+        """The player's name."""
+        with self._guard():
+            name = await self._redis.hget(self._player_key(player_id), "name")
+        return _text(name)
+
+    async def set_player_room(self, player_id: str, code: str | None) -> None:
+        """Remember the player's room, or forget it."""
+        key = self._player_key(player_id)
+        with self._guard():
+            if code is None:
+                await self._redis.hdel(key, "room")
+            else:
+                await self._redis.hset(key, "room", code)
+
+    async def player_room(self, player_id: str) -> str | None:
+        """The player's room, if it still exists."""
+        with self._guard():
+            code = _text(await self._redis.hget(self._player_key(player_id), "room"))
+            if code is None or not self._known(code):
+                return None
+            exists = await self._redis.exists(self._room_key(code, "room"))
+        return code if exists else None
+
+    # rooms ------------------------------------------------------------------------------
+
+    async def create_room(self, room: Room) -> bool:
+        """Store the room unless its code is taken."""
+        if not self._known(room.code):
+            raise ValueError(f"not a room code: {room.code!r}")
+        with self._guard():
+            created = await self._create_room(
+                keys=[self._room_key(room.code, "room")],
+                args=[_pack(room.to_dict()), self.room_ttl_ms],
+            )
+        return bool(created)
+
+    async def _read_room(self, code: str) -> tuple[bytes, Room] | None:
+        with self._guard():
+            version, data = await self._redis.hmget(self._room_key(code, "room"), ["v", "data"])
+        if version is None or data is None:
+            return None
+        return _bytes(version), Room.from_dict(_unpack(data))
+
+    async def load_room(self, code: str) -> Room | None:
+        """The room's record, or None."""
+        if not self._known(code):
+            return None
+        read = await self._read_room(code)
+        return None if read is None else read[1]
+
+    async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
+        """Compare-and-set on the record's version; on a conflict, read and apply again."""
+        for _ in range(self.max_update_attempts):
+            read = await self._read_room(code) if self._known(code) else None
+            if read is None:
+                raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room {code!r}")
+            version, room = read
+            outcome = change(room)
+            if outcome.room is room:
+                return outcome
+            record = b"" if outcome.room is None else _pack(outcome.room.to_dict())
+            with self._guard():
+                swapped = await self._swap_room(
+                    keys=[self._room_key(code, "room")],
+                    args=[version, record, self.room_ttl_ms],
+                )
+            if swapped:
+                if outcome.room is None:
+                    await self._drop_logs(code)
+                return outcome
+        raise BackendUnavailable(f"redis: room {code} changed too often to update")
+
+    async def _drop_logs(self, code: str) -> None:
+        """Delete a deleted room's move logs (if this fails, their time to live does it)."""
+        logs = self._room_key(code, "logs")
+        try:
+            keys = await self._redis.smembers(logs)
+            await self._redis.unlink(logs, *keys)
+        except UNAVAILABLE_ERRORS as error:
+            log.warning("room_logs_left", room=code, error=str(error))
+
+    async def room_count(self) -> int:
+        """Rooms in Redis, counted with SCAN (for operators, not for a hot path)."""
+        count = 0
+        with self._guard():
+            async for _ in self._redis.scan_iter(match=f"{self.prefix}:{{*}}:room", count=1000):
+                count += 1
+        return count
+
+    # move logs --------------------------------------------------------------------------
+
+    async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+        """XADD move number ``rev``, refusing a gap or a rewrite (the same move again is kept)."""
+        with self._guard():
+            length = await self._append_move(
+                keys=[self._log_key(code, race, player_id), self._room_key(code, "logs")],
+                args=[rev, rev + 1, move, self.room_ttl_ms],
+            )
+        if int(length) >= 0:
+            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
+
+    async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
+        """The stream's moves, in order."""
+        with self._guard():
+            entries = await self._redis.xrange(self._log_key(code, race, player_id))
+        return [_bytes((fields or {})[b"m"]).decode() for _, fields in entries or ()]
+
+    # results ----------------------------------------------------------------------------
+
+    async def save_results(
+        self, code: str, race: int, variant: str, seed: int, results: list[dict[str, Any]]
+    ) -> None:
+        """Keep the results in the room's results hash (it outlives the room)."""
+        record = _pack({"variant": variant, "seed": seed, "results": results})
+        with self._guard():
+            await self._redis.hset(self._room_key(code, "results"), str(race), record)
+
+    async def load_results(self, code: str, race: int) -> dict[str, Any] | None:
+        """A finished race's results."""
+        if not self._known(code):
+            return None
+        with self._guard():
+            record = await self._redis.hget(self._room_key(code, "results"), str(race))
+        if record is None:
+            return None
+        data: dict[str, Any] = _unpack(record)
+        return data
+
+    # pub/sub ----------------------------------------------------------------------------
+
+    async def publish(self, code: str, event: dict[str, Any]) -> None:
+        """SPUBLISH the event on the room's channel."""
+        with self._guard():
+            await self._redis.spublish(self._channel(code), _pack(event))
+
+    async def subscribe(self, code: str, handler: EventHandler) -> None:
+        """Hand the room's events to ``handler``, once Redis confirms the subscription.
+
+        If Redis does not confirm in time, the room stays wanted and the reader subscribes
+        to it when it connects again; this never raises.
+        """
+        channel = self._channel(code)
+        self._handlers[channel] = (code, handler)
+        future = self._confirmations.get(channel)
+        if future is None or future.done():
+            future = asyncio.get_running_loop().create_future()
+            self._confirmations[channel] = future
+        pubsub = self._pubsub
+        if pubsub is not None:
+            try:
+                await pubsub.ssubscribe(channel)
+            except UNAVAILABLE_ERRORS as error:
+                log.warning("subscribe_failed", room=code, error=str(error))
+        try:
+            async with asyncio.timeout(self.subscribe_timeout):
+                await asyncio.shield(future)
+        except TimeoutError:
+            log.warning("subscribe_unconfirmed", room=code)
+
+    async def unsubscribe(self, code: str) -> None:
+        """Stop handing the room's events on, and SUNSUBSCRIBE."""
+        channel = self._channel(code)
+        self._handlers.pop(channel, None)
+        future = self._confirmations.pop(channel, None)
+        if future is not None and not future.done():
+            future.cancel()
+        pubsub = self._pubsub
+        if pubsub is not None:
+            try:
+                await pubsub.sunsubscribe(channel)
+            except UNAVAILABLE_ERRORS as error:
+                # The reader reconnects and subscribes only to the rooms still wanted.
+                log.warning("unsubscribe_failed", room=code, error=str(error))
+
+    async def _read_events(self) -> None:
+        """The node's one reader: connect, subscribe to every wanted room, dispatch."""
+        while not self._closing:
+            try:
+                await self._listen()
+            except UNAVAILABLE_ERRORS as error:
+                log.warning("pubsub_lost", error=str(error), retry_in=self._delay)
+            except Exception:
+                log.exception("pubsub_failed", retry_in=self._delay)
+            await self._drop_pubsub()
+            await asyncio.sleep(self._delay)
+            self._delay = min(self._delay * 2, self.max_reconnect_delay)
+
+    async def _listen(self) -> None:
+        pubsub = self._pubsub_redis.pubsub()
+        try:
+            await pubsub.connect()  # type: ignore[no-untyped-call]
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+            raise
+        # From here on subscribe() sends SSUBSCRIBE itself; the rooms wanted before are
+        # subscribed below (nothing awaits in between, so none is missed).
+        self._pubsub = pubsub
+        for channel in list(self._handlers):
+            await pubsub.ssubscribe(channel)
+        self._delay = self.reconnect_delay
+        loop = asyncio.get_running_loop()
+        heard = pinged = loop.time()
+        while not self._closing:
+            # A bounded read: a quiet channel returns None here instead of tripping the
+            # connection's socket_timeout, which a blocking read would.
+            message = await pubsub.get_message(timeout=self.poll_interval)
+            now = loop.time()
+            if message is not None:
+                heard = now
+                self._dispatch(message)
+            if pinged > heard and now - pinged > self.socket_timeout:
+                raise RedisTimeoutError("the pub/sub connection stopped answering")
+            if now - heard >= self.ping_interval and now - pinged >= self.ping_interval:
+                await pubsub.ping()
+                pinged = now
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        channel = message.get("channel")
+        if not isinstance(channel, bytes):
+            return
+        if kind == "ssubscribe":
+            future = self._confirmations.pop(channel, None)
+            if future is not None and not future.done():
+                future.set_result(None)
+            return
+        if kind != "smessage":
+            return
+        entry = self._handlers.get(channel)
+        if entry is None:
+            return
+        code, handler = entry
+        try:
+            event = _unpack(message["data"])
+        except Exception:
+            log.warning("bad_event", room=code)
+            return
+        try:
+            handler(code, event)
+        except Exception:
+            log.exception("event_handler_failed", room=code)
+
+    async def _drop_pubsub(self) -> None:
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -1,0 +1,422 @@
+"""The Backend contract, tested directly against the embedded and the Redis backends.
+
+``peer`` is a second node's view of the same store: another RedisBackend on the same
+Redis, or (for the embedded backend, which has one process) the backend itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TIMEOUT
+from redis_server import RedisServer, free_port
+
+from solrace.protocol import ErrorCode, ProtocolError
+from solrace.server import Backend, BackendUnavailable, EmbeddedBackend
+from solrace.server import room as rooms
+from solrace.server.backends.redis import RedisBackend
+from solrace.server.room import Outcome, Role, Room, Settings
+
+CODE = "ROOM2345"
+
+
+def open_backend(kind: str, url: str | None, tmp_path: Path) -> Backend:
+    """A backend of ``kind`` on the test's store."""
+    if kind == "redis":
+        assert url is not None
+        return RedisBackend(url)
+    return EmbeddedBackend(tmp_path / "data")
+
+
+@pytest.fixture
+async def backend(
+    backend_kind: str, redis_url: str | None, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    """A started backend of each kind."""
+    started = open_backend(backend_kind, redis_url, tmp_path)
+    await started.start()
+    yield started
+    await started.close()
+
+
+@pytest.fixture
+async def peer(
+    backend: Backend, backend_kind: str, redis_url: str | None, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    """Another node on the same store (the same backend for the embedded kind)."""
+    if backend_kind != "redis":
+        yield backend
+        return
+    other = open_backend(backend_kind, redis_url, tmp_path)
+    await other.start()
+    yield other
+    await other.close()
+
+
+def new_room(code: str = CODE) -> Room:
+    """A lobby with alice as host."""
+    room = rooms.create(code, Settings("canfield"), "alice", "Alice").room
+    assert room is not None
+    return room
+
+
+def joining(player_id: str) -> Any:
+    """A change that adds ``player_id`` as a player."""
+    return lambda r: rooms.join(r, player_id, player_id.title(), Role.PLAYER, max_spectators=4)
+
+
+async def wait_for(predicate: Any) -> None:
+    """Wait (at most TIMEOUT) until ``predicate()`` holds."""
+    async with asyncio.timeout(TIMEOUT):
+        while not predicate():
+            await asyncio.sleep(0.005)
+
+
+# -- rooms ---------------------------------------------------------------------------------
+
+
+async def test_create_and_load_a_room(backend: Backend, peer: Backend) -> None:
+    room = new_room()
+    assert await backend.load_room(CODE) is None
+    assert await backend.create_room(room)
+    assert not await peer.create_room(new_room()), "the code is taken"
+    assert await peer.load_room(CODE) == room
+    assert await backend.room_count() == 1
+    assert await backend.load_room("NOSUCHRM") is None
+
+
+async def test_update_applies_a_change_and_returns_its_outcome(
+    backend: Backend, peer: Backend
+) -> None:
+    await backend.create_room(new_room())
+    outcome = await backend.update_room(CODE, joining("bob"))
+    assert outcome.room is not None
+    assert list(outcome.room.members) == ["alice", "bob"]
+    assert [e.type for e in outcome.events] == ["members"]
+    assert await peer.load_room(CODE) == outcome.room
+
+
+async def test_a_refused_change_leaves_the_record_as_it_was(backend: Backend) -> None:
+    await backend.create_room(new_room())
+    before = await backend.load_room(CODE)
+    with pytest.raises(ProtocolError) as refused:
+        await backend.update_room(CODE, lambda r: rooms.start(r, "bob", 0, 7))
+    assert refused.value.code is ErrorCode.NOT_IN_ROOM
+    assert await backend.load_room(CODE) == before
+
+
+async def test_updating_an_unknown_room_is_refused(backend: Backend) -> None:
+    with pytest.raises(ProtocolError) as refused:
+        await backend.update_room("NOSUCHRM", joining("bob"))
+    assert refused.value.code is ErrorCode.ROOM_NOT_FOUND
+    with pytest.raises(ProtocolError):
+        await backend.update_room("NOT{A}CODE", joining("bob"))
+
+
+async def test_an_unchanged_outcome_is_returned_as_is(backend: Backend) -> None:
+    await backend.create_room(new_room())
+    outcome = await backend.update_room(CODE, lambda r: rooms.tick(r, 0))
+    assert outcome.events == ()
+    assert outcome.room == await backend.load_room(CODE)
+
+
+async def test_a_none_room_deletes_the_record_and_its_logs(backend: Backend) -> None:
+    await backend.create_room(new_room())
+    await backend.append_move(CODE, 1, "alice", 0, "d")
+    outcome = await backend.update_room(CODE, lambda r: rooms.leave(r, "alice", 0))
+    assert outcome.room is None
+    assert await backend.load_room(CODE) is None
+    assert await backend.read_moves(CODE, 1, "alice") == []
+    assert await backend.room_count() == 0
+    with pytest.raises(ProtocolError):
+        await backend.update_room(CODE, joining("bob"))
+
+
+async def test_concurrent_updates_from_two_nodes_all_land(backend: Backend, peer: Backend) -> None:
+    await backend.create_room(new_room())
+    settings_players = 40
+    joins = [
+        (backend if i % 2 else peer).update_room(CODE, lambda r, i=i: _add_spectator(r, i))
+        for i in range(settings_players)
+    ]
+    outcomes = await asyncio.gather(*joins)
+    room = await backend.load_room(CODE)
+    assert room is not None
+    assert len(room.members) == 1 + settings_players
+    assert room.seq == 1 + settings_players
+    seqs = sorted(event.seq for outcome in outcomes for event in outcome.events)
+    assert seqs == list(range(2, 2 + settings_players)), "each change saw the one before"
+
+
+def _add_spectator(room: Room, i: int) -> Outcome:
+    return rooms.join(room, f"s{i}", f"S{i}", Role.SPECTATOR, max_spectators=1000)
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_write_between_read_and_write_makes_the_change_run_again(
+    redis_url: str | None, backend: Backend
+) -> None:
+    """Another node's update lands while ours is being computed: ours is applied on top.
+
+    (The embedded backend cannot interleave: nothing awaits inside its updates.)
+    """
+    assert redis_url is not None
+    await backend.create_room(new_room())
+    calls: list[Room] = []
+
+    def other_node_joins_carol() -> None:
+        async def run() -> None:
+            other = RedisBackend(redis_url)
+            await other.start()
+            await other.update_room(CODE, joining("carol"))
+            await other.close()
+
+        asyncio.run(run())
+
+    def change(room: Room) -> Outcome:
+        calls.append(room)
+        if len(calls) == 1:  # block this loop while another node writes
+            thread = threading.Thread(target=other_node_joins_carol)
+            thread.start()
+            thread.join()
+        return joining("bob")(room)
+
+    outcome = await backend.update_room(CODE, change)
+    assert len(calls) == 2
+    assert list(calls[1].members) == ["alice", "carol"]
+    assert outcome.room is not None
+    assert list(outcome.room.members) == ["alice", "carol", "bob"]
+    assert await backend.load_room(CODE) == outcome.room
+
+
+# -- move logs -----------------------------------------------------------------------------
+
+
+async def test_moves_are_logged_in_order_per_race_and_player(
+    backend: Backend, peer: Backend
+) -> None:
+    await backend.create_room(new_room())
+    for rev, move in enumerate(["d", "w-f", "t1-t2"]):
+        await backend.append_move(CODE, 1, "alice", rev, move)
+    await peer.append_move(CODE, 1, "bob", 0, "d")
+    await peer.append_move(CODE, 2, "alice", 0, "t3-f")
+    assert await peer.read_moves(CODE, 1, "alice") == ["d", "w-f", "t1-t2"]
+    assert await backend.read_moves(CODE, 1, "bob") == ["d"]
+    assert await backend.read_moves(CODE, 2, "alice") == ["t3-f"]
+    assert await backend.read_moves(CODE, 3, "alice") == []
+
+
+async def test_a_gap_or_a_rewrite_in_a_move_log_is_refused(backend: Backend, peer: Backend) -> None:
+    await backend.create_room(new_room())
+    await backend.append_move(CODE, 1, "alice", 0, "d")
+    await backend.append_move(CODE, 1, "alice", 1, "d")
+    with pytest.raises(ProtocolError) as gap:
+        await peer.append_move(CODE, 1, "alice", 5, "d")
+    assert gap.value.code is ErrorCode.STALE_REVISION
+    with pytest.raises(ProtocolError) as rewrite:
+        await peer.append_move(CODE, 1, "alice", 1, "w-f")
+    assert rewrite.value.code is ErrorCode.STALE_REVISION
+    with pytest.raises(ProtocolError):
+        await peer.append_move(CODE, 1, "bob", 1, "d")
+    assert await backend.read_moves(CODE, 1, "alice") == ["d", "d"]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_retried_append_of_the_logged_move_is_accepted(backend: Backend) -> None:
+    """Redis may run a command whose reply is lost; the retry must not look like a rewrite."""
+    await backend.append_move(CODE, 1, "alice", 0, "d")
+    await backend.append_move(CODE, 1, "alice", 1, "w-f")
+    await backend.append_move(CODE, 1, "alice", 0, "d")
+    assert await backend.read_moves(CODE, 1, "alice") == ["d", "w-f"]
+
+
+async def test_racing_appends_of_the_same_revision_log_exactly_one(
+    backend: Backend, peer: Backend
+) -> None:
+    await backend.create_room(new_room())
+    results = await asyncio.gather(
+        backend.append_move(CODE, 1, "alice", 0, "d"),
+        peer.append_move(CODE, 1, "alice", 0, "w-f"),
+        return_exceptions=True,
+    )
+    assert sum(1 for r in results if r is None) == 1
+    assert sum(1 for r in results if isinstance(r, ProtocolError)) == 1
+    assert len(await backend.read_moves(CODE, 1, "alice")) == 1
+
+
+# -- players, secret, results ----------------------------------------------------------------
+
+
+async def test_players_names_and_rooms(backend: Backend, peer: Backend) -> None:
+    assert await backend.player_name("p1") is None
+    await backend.save_player("p1", "Alice")
+    assert await peer.player_name("p1") == "Alice"
+    await peer.save_player("p1", "Alicia")
+    assert await backend.player_name("p1") == "Alicia"
+    assert await backend.player_room("p1") is None
+    await backend.set_player_room("p1", CODE)
+    assert await peer.player_room("p1") is None, "the room does not exist"
+    await backend.create_room(new_room())
+    assert await peer.player_room("p1") == CODE
+    await peer.set_player_room("p1", None)
+    assert await backend.player_room("p1") is None
+    assert await backend.player_name("p1") == "Alicia"
+
+
+async def test_the_token_secret_is_kept_and_shared(
+    backend_kind: str, redis_url: str | None, tmp_path: Path, backend: Backend, peer: Backend
+) -> None:
+    secret = await backend.secret()
+    assert len(secret) >= 16
+    assert await peer.secret() == secret
+    again = open_backend(backend_kind, redis_url, tmp_path)
+    await again.start()
+    try:
+        assert await again.secret() == secret
+    finally:
+        await again.close()
+
+
+async def test_results_are_kept_after_the_room_is_gone(backend: Backend, peer: Backend) -> None:
+    results = [{"rank": 1, "player_id": "alice", "name": "Alice", "status": "won"}]
+    seed = 2**64 - 1
+    assert await backend.load_results(CODE, 1) is None
+    await backend.create_room(new_room())
+    await backend.save_results(CODE, 1, "canfield", seed, results)
+    await backend.update_room(CODE, lambda r: rooms.leave(r, "alice", 0))
+    loaded = await peer.load_results(CODE, 1)
+    assert loaded == {"variant": "canfield", "seed": seed, "results": results}
+    assert await peer.load_results(CODE, 2) is None
+
+
+async def test_ready(backend: Backend) -> None:
+    assert await backend.ready()
+
+
+# -- pub/sub -------------------------------------------------------------------------------
+
+
+class Recorder:
+    """An event handler that keeps what it hears."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, code: str, event: dict[str, Any]) -> None:
+        self.events.append((code, event))
+
+    def of(self, code: str) -> list[dict[str, Any]]:
+        return [e for c, e in self.events if c == code]
+
+
+async def test_events_arrive_in_publishing_order(backend: Backend, peer: Backend) -> None:
+    heard = Recorder()
+    await backend.subscribe(CODE, heard)
+    count = 200
+    for seq in range(1, count + 1):
+        await peer.publish(CODE, {"type": "progress", "seq": seq, "view": {"piles": [[1, 2], []]}})
+    await wait_for(lambda: len(heard.events) >= count)
+    assert [e["seq"] for e in heard.of(CODE)] == list(range(1, count + 1))
+    assert heard.events[0] == (
+        CODE,
+        {"type": "progress", "seq": 1, "view": {"piles": [[1, 2], []]}},
+    )
+
+
+async def test_a_node_hears_only_the_rooms_it_subscribed_to(
+    backend: Backend, peer: Backend
+) -> None:
+    heard = Recorder()
+    await backend.subscribe(CODE, heard)
+    await peer.publish("OTHER234", {"type": "members", "seq": 1})
+    await peer.publish(CODE, {"type": "members", "seq": 2})
+    await wait_for(lambda: heard.events)
+    await asyncio.sleep(0.05)
+    assert heard.events == [(CODE, {"type": "members", "seq": 2})]
+
+
+async def test_unsubscribe_stops_delivery(backend: Backend, peer: Backend) -> None:
+    left, stayed = Recorder(), Recorder()
+    await backend.subscribe(CODE, left)
+    await backend.subscribe("OTHER234", stayed)
+    await peer.publish(CODE, {"type": "members", "seq": 1})
+    await wait_for(lambda: left.events)
+    await backend.unsubscribe(CODE)
+    for seq in range(2, 5):
+        await peer.publish(CODE, {"type": "members", "seq": seq})
+    await peer.publish("OTHER234", {"type": "members", "seq": 1})
+    await wait_for(lambda: stayed.events)
+    await asyncio.sleep(0.05)
+    assert [e["seq"] for e in left.of(CODE)] == [1]
+    await backend.subscribe(CODE, left)
+    await peer.publish(CODE, {"type": "members", "seq": 9})
+    await wait_for(lambda: len(left.events) == 2)
+    assert left.events[-1][1]["seq"] == 9
+
+
+# -- Redis only ----------------------------------------------------------------------------
+
+
+async def test_an_unreachable_redis_is_unavailable_not_a_hang() -> None:
+    backend = RedisBackend(
+        f"redis://127.0.0.1:{free_port()}/0", socket_timeout=0.5, connect_timeout=0.5
+    )
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            assert not await backend.ready()
+            with pytest.raises(BackendUnavailable):
+                await backend.start()
+            with pytest.raises(BackendUnavailable):
+                await backend.append_move(CODE, 1, "alice", 0, "d")
+            with pytest.raises(BackendUnavailable):
+                await backend.update_room(CODE, joining("bob"))
+            with pytest.raises(BackendUnavailable):
+                await backend.publish(CODE, {"type": "members", "seq": 1})
+    finally:
+        await backend.close()
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_the_reader_subscribes_again_after_redis_restarts(
+    redis_server: RedisServer, backend: Backend, peer: Backend
+) -> None:
+    heard = Recorder()
+    await backend.subscribe(CODE, heard)
+    await peer.publish(CODE, {"type": "members", "seq": 1})
+    await wait_for(lambda: heard.events)
+    redis_server.restart()
+    async with asyncio.timeout(TIMEOUT):
+        while len(heard.events) < 2:
+            with contextlib.suppress(BackendUnavailable):  # until the peer reconnects
+                await peer.publish(CODE, {"type": "members", "seq": 2})
+            await asyncio.sleep(0.05)
+    assert heard.events[1] == (CODE, {"type": "members", "seq": 2})
+    assert await backend.ready()
+
+
+async def test_a_quiet_channel_outlasting_the_socket_timeout_keeps_its_connection(
+    redis_server: RedisServer,
+) -> None:
+    redis_server.start()
+    quiet = RedisBackend(redis_server.url, socket_timeout=0.2, poll_interval=0.5, ping_interval=0.3)
+    talker = RedisBackend(redis_server.url)
+    await quiet.start()
+    await talker.start()
+    try:
+        heard = Recorder()
+        await quiet.subscribe(CODE, heard)
+        connection = quiet._pubsub
+        assert connection is not None
+        await asyncio.sleep(1.5)
+        await talker.publish(CODE, {"type": "members", "seq": 1})
+        await wait_for(lambda: heard.events)
+        assert quiet._pubsub is connection, "the reader never reconnected"
+    finally:
+        await quiet.close()
+        await talker.close()
