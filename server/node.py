@@ -539,6 +539,9 @@ class Node:
         if members is None:
             return
         members.discard(session)
+        # The player may play on through another node: rebuild from the log if they return.
+        for key in [k for k in self.games if k[0] == code and k[2] == session.player_id]:
+            del self.games[key]
         if not members:
             await self._forget(code)
 
