@@ -214,10 +214,10 @@ class Game:
 
     def _source(self, kind: PileKind | None, index: int) -> list[int]:
         if kind is T:
-            if index < len(self.tableau):
+            if 0 <= index < len(self.tableau):
                 return self.tableau[index]
         elif kind is F:
-            if index < 4:
+            if 0 <= index < 4:
                 return self.foundations[index]
         elif kind is S:
             if self.has_stock:
@@ -234,7 +234,7 @@ class Game:
         """Return the foundation that takes ``card`` (``index`` if named) or raise why none does."""
         rank = RANK[card]
         if index is not None:
-            if index >= 4:
+            if not 0 <= index < 4:
                 raise IllegalMove(Reason.NO_SUCH_PILE, f"there is no foundation f{index + 1}")
             pile = self.foundations[index]
             if not pile:
@@ -337,6 +337,8 @@ class Game:
 
     def _transfer(self, move: Move) -> Change:
         src, si, dst, di, count = move.src, move.src_index, move.dst, move.dst_index, move.count
+        if count < 1:
+            raise IllegalMove(Reason.NOT_ENOUGH_CARDS, "a move takes at least one card")
         pile = self._source(src, si)
         assert src is not None
         if not pile:
@@ -362,7 +364,7 @@ class Game:
             target = self.foundations[di]
         elif dst is T:
             assert di is not None
-            if di >= len(self.tableau):
+            if not 0 <= di < len(self.tableau):
                 raise IllegalMove(Reason.NO_SUCH_PILE, f"this game has no pile t{di + 1}")
             if src is T and si == di:
                 raise IllegalMove(Reason.SAME_PILE, "a pile cannot move onto itself")
@@ -372,11 +374,12 @@ class Game:
                 )
             self._check_tableau(src, pile, di, count)
             target = self.tableau[di]
-        else:
+        elif self.has_stock:
             raise IllegalMove(
-                Reason.NOT_A_TARGET if self.has_stock or dst is not R else Reason.NO_SUCH_PILE,
-                f"cards cannot be placed on {_name(dst or T, 0)}",
+                Reason.NOT_A_TARGET, f"cards cannot be placed on {_name(dst or T, 0)}"
             )
+        else:
+            raise IllegalMove(Reason.NO_SUCH_PILE, f"this game has no pile {_name(dst or T, 0)}")
         if count == 1:
             target.append(pile.pop())
         else:
