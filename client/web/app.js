@@ -1,10 +1,14 @@
-// The page: identity, lobby, room, race, spectating and results over one websocket.
+// The page: identity, lobby, room, race, spectating, results and the daily challenge
+// over one websocket.
 
 import { BoardView, drawBoard } from "./board.js";
 import { Connection, wsUrl } from "./net.js";
 import { VARIANTS, variantTitle } from "./rules.js";
 
 const STORE_KEY = "solrace.identity";
+const DAILY_VARIANT_KEY = "solrace.daily.variant";
+const HISTORY_ROWS = 10;
+const BEST_ROWS = 10;
 const $ = (testid, root = document) => root.querySelector(`[data-testid="${testid}"]`);
 
 // -- state ---------------------------------------------------------------------------------
@@ -28,6 +32,8 @@ const state = {
   finishedAt: null,
   link: linkFromUrl(),
   syncing: false,
+  page: pageFromUrl(), // "home" or "daily": what shows when the player is in no room
+  daily: dailyFromUrl(),
 };
 
 function loadIdentity() {
@@ -52,6 +58,40 @@ function linkFromUrl() {
   return { code: match[1].toUpperCase(), role: spectator ? "spectator" : "player" };
 }
 
+function pageFromUrl() {
+  return /^\/daily\/?$/.test(window.location.pathname) ? "daily" : "home";
+}
+
+// "/daily?variant=canfield&date=2026-11-30&top=25": the game, a past day, the board's length.
+function dailyFromUrl() {
+  const params = new URLSearchParams(window.location.search);
+  let variant = params.get("variant");
+  if (!VARIANTS.some(([id]) => id === variant)) {
+    variant = localStorage.getItem(DAILY_VARIANT_KEY);
+    if (!VARIANTS.some(([id]) => id === variant)) variant = VARIANTS[0][0];
+  }
+  const date = /^\d{4}-\d{2}-\d{2}$/.test(params.get("date") || "") ? params.get("date") : null;
+  const top = Math.min(100, Math.max(1, Number.parseInt(params.get("top"), 10) || 10));
+  return {
+    variant,
+    date, // null: today's board
+    top,
+    today: null, // the server's UTC date, from today's board
+    board: null,
+    best: null,
+    loads: 0, // answers to older loads are dropped
+    outcome: null, // the last attempt: {date, variant, attempt, ranked, result, rank, count}
+  };
+}
+
+function dailyUrl() {
+  const daily = state.daily;
+  const params = new URLSearchParams({ variant: daily.variant });
+  if (daily.date) params.set("date", daily.date);
+  if (daily.top !== 10) params.set("top", String(daily.top));
+  return `/daily?${params}`;
+}
+
 function roomUrl(code, role = "player") {
   const suffix = role === "spectator" ? "?as=spectator" : "";
   return `${window.location.origin}/r/${code}${suffix}`;
@@ -64,6 +104,7 @@ function setUrl(path) {
 }
 
 const isPlayer = () => state.room?.you?.role === "player";
+const isDailyRoom = () => Boolean(state.room?.settings?.daily);
 const isSpectator = () => state.room?.you?.role === "spectator";
 const inRace = () => isPlayer() && state.players.some((p) => p.player_id === state.me?.player_id);
 
@@ -171,6 +212,7 @@ function onWelcome(welcome) {
     return;
   }
   render();
+  if (state.page === "daily") loadDaily();
 }
 
 function request(type, fields) {
@@ -250,7 +292,16 @@ function takeSnapshot(room) {
     state.seed = null;
   }
   const role = room.you.role;
-  setUrl(`/r/${room.code}${role === "spectator" ? "?as=spectator" : ""}`);
+  if (room.settings.daily) {
+    state.page = "daily";
+    state.daily.variant = room.settings.variant;
+    state.daily.date = null;
+    setUrl(dailyUrl());
+    if (room.state === "finished") dailyFinished(room.settings, room.results);
+  } else {
+    state.page = "home";
+    setUrl(`/r/${room.code}${role === "spectator" ? "?as=spectator" : ""}`);
+  }
   boardShown = null;
   render();
 }
@@ -270,6 +321,12 @@ function leftRoom() {
   clearRace();
   state.results = null;
   state.lastResults = null;
+  if (state.page === "daily") {
+    setUrl(dailyUrl());
+    render();
+    loadDaily();
+    return;
+  }
   setUrl("/");
   render();
 }
@@ -340,11 +397,14 @@ const EVENTS = {
     state.room.state = "finished";
     $("error").hidden = true;
     state.results = event.results;
-    state.seed = event.seed;
+    state.seed = event.seed ?? null;
     state.finishedAt = performance.now();
     for (const result of event.results) {
       const player = state.players.find((p) => p.player_id === result.player_id);
       if (player) Object.assign(player, { status: result.status, banked: result.banked, moves: result.moves });
+    }
+    if (event.daily) {
+      dailyFinished({ daily: event.daily, variant: event.variant, attempt: event.attempt }, event.results);
     }
   },
 };
@@ -397,7 +457,7 @@ async function playMove(text) {
 
 // -- rendering -------------------------------------------------------------------------------
 
-const SCREENS = ["name-screen", "home", "room", "race"];
+const SCREENS = ["name-screen", "home", "daily", "room", "race"];
 let boardView = null;
 let boardShown = null;
 
@@ -410,7 +470,12 @@ function showScreen(name) {
 function render() {
   if (!state.me) return;
   if (!state.room) {
-    showScreen("home");
+    if (state.page === "daily") {
+      showScreen("daily");
+      renderDaily();
+    } else {
+      showScreen("home");
+    }
     return;
   }
   if (state.room.state === "lobby") {
@@ -542,6 +607,20 @@ function renderRace() {
   if (!room) return;
   $("race-variant").textContent = variantTitle(room.settings.variant);
   $("race-room").textContent = room.code;
+  const daily = isDailyRoom();
+  $("race-room-label").hidden = daily;
+  const dailyLabel = $("race-daily");
+  dailyLabel.hidden = !daily;
+  if (daily) {
+    const { attempt } = room.settings;
+    dailyLabel.replaceChildren(
+      "daily deal of ",
+      nowrap(room.settings.daily),
+      ` · attempt ${attempt}, ${attempt === 1 ? "ranked" : "not ranked"}`,
+    );
+    dailyLabel.dataset.attempt = String(attempt);
+    dailyLabel.dataset.ranked = String(attempt === 1);
+  }
   $("time-limit-label").textContent = formatTime((state.timeLimit || room.settings.time_limit) * 1000);
   const progress = $("progress");
   progress.replaceChildren(...state.players.map(progressRow));
@@ -586,7 +665,14 @@ function renderRace() {
   results.hidden = !finished;
   if (finished && state.results) {
     results.querySelector(".results-host").replaceChildren(resultsTable({ results: state.results, seed: state.seed }));
-    $("rematch").hidden = !isPlayer();
+    $("rematch").hidden = !isPlayer() || daily;
+    $("leave-race").hidden = daily;
+    $("daily-back").hidden = !daily;
+    $("results-title").textContent = daily ? "Your result" : "Results";
+    const outcome = $("daily-outcome");
+    const shown = daily && state.daily.outcome;
+    outcome.hidden = !shown;
+    if (shown) fillOutcome(outcome, state.daily.outcome);
   }
 }
 
@@ -646,13 +732,377 @@ function resultsTable({ results, seed }) {
   table.append(body);
   const seedLine = document.createElement("p");
   seedLine.className = "seed-line";
-  seedLine.append("Deal seed (replay it to check the deal): ");
-  const code = document.createElement("code");
-  code.dataset.testid = "seed";
-  code.textContent = String(seed);
-  seedLine.append(code);
+  if (seed === null || seed === undefined) {
+    // The daily deal: its seed is shown on the day's board once the day is over.
+    seedLine.textContent = "The deal's seed is revealed on the daily board once the day is over (UTC).";
+  } else {
+    seedLine.append("Deal seed (replay it to check the deal): ");
+    const code = document.createElement("code");
+    code.dataset.testid = "seed";
+    code.textContent = String(seed);
+    seedLine.append(code);
+  }
   wrap.append(table, seedLine);
   return wrap;
+}
+
+// -- the daily challenge ---------------------------------------------------------------------
+
+const STATUS_WORDS = {
+  won: "won",
+  stuck: "stuck",
+  resigned: "resigned",
+  out_of_time: "out of time",
+  playing: "playing",
+};
+
+function statusWord(status) {
+  return STATUS_WORDS[status] || status.replaceAll("_", " ");
+}
+
+function utcToday() {
+  return new Date().toISOString().slice(0, 10);
+}
+
+function dailyToday() {
+  return state.daily.today || utcToday();
+}
+
+// "1:02.4": boards rank equal results by time, so they show tenths of a second.
+function formatTenths(ms) {
+  const tenths = Math.floor(Math.max(0, ms) / 100) % 10;
+  return `${formatTime(ms)}.${tenths}`;
+}
+
+function shortVariant(id) {
+  return variantTitle(id).replace(/ \(.*\)$/, "");
+}
+
+// Today's board (or a past day's), the player's history and streaks, and the all-time best.
+async function loadDaily() {
+  if (!state.conn || !state.me) return;
+  const daily = state.daily;
+  const load = ++daily.loads;
+  const { variant, date, top } = daily;
+  const fields = { variant, limit: top };
+  if (date) fields.date = date;
+  const bestLoad = fetch(`/api/best?variant=${encodeURIComponent(variant)}&limit=${BEST_ROWS}`)
+    .then((response) => (response.ok ? response.json() : null))
+    .catch(() => null);
+  try {
+    const reply = await request("get_leaderboard", fields);
+    if (load !== daily.loads) return;
+    daily.board = reply.board;
+    if (!date) daily.today = reply.board.date;
+  } catch (error) {
+    if (load === daily.loads) showError(error);
+    return;
+  }
+  const best = await bestLoad;
+  if (load !== daily.loads) return;
+  daily.best = best;
+  if (!state.room) render();
+}
+
+// A daily attempt is over: note how it went, then find its place on the day's board.
+async function dailyFinished(settings, results) {
+  const me = results.find((r) => r.player_id === state.me?.player_id);
+  const outcome = {
+    date: settings.daily,
+    variant: settings.variant,
+    attempt: settings.attempt,
+    ranked: settings.attempt === 1,
+    result: me || null,
+    rank: null,
+    count: null,
+  };
+  state.daily.outcome = outcome;
+  state.daily.variant = settings.variant;
+  state.daily.date = null;
+  try {
+    const reply = await request("get_leaderboard", { variant: settings.variant, date: settings.daily, limit: state.daily.top });
+    const board = reply.board;
+    if (state.daily.outcome !== outcome) return;
+    outcome.rank = board.you ? board.you.rank : null;
+    outcome.count = board.count;
+    state.daily.board = board;
+    render();
+  } catch {
+    // The board shows once the player is back on the daily page.
+  }
+}
+
+function outcomeText(outcome) {
+  const r = outcome.result;
+  const head = r
+    ? `${r.status === "won" ? "You won" : `You ${statusWord(r.status)}`}: ${r.banked}/52 banked, ${r.moves} move${r.moves === 1 ? "" : "s"}, ${formatTenths(r.time_ms)}.`
+    : "Your attempt is over.";
+  if (!outcome.ranked) {
+    return [head, [`Not ranked: this was attempt ${outcome.attempt}, and only your first attempt of the day counts.`]];
+  }
+  if (outcome.rank !== null) {
+    return [head, [`Ranked #${outcome.rank} of ${outcome.count} on the board of `, nowrap(outcome.date), "."]];
+  }
+  return [head, ["Ranked: your first attempt of the day."]];
+}
+
+function nowrap(text) {
+  const span = document.createElement("span");
+  span.className = "nowrap";
+  span.textContent = text;
+  return span;
+}
+
+function fillOutcome(node, outcome) {
+  const [head, verdict] = outcomeText(outcome);
+  node.dataset.ranked = String(outcome.ranked);
+  node.dataset.attempt = String(outcome.attempt);
+  node.dataset.rank = outcome.rank === null ? "" : String(outcome.rank);
+  const first = document.createElement("div");
+  first.textContent = head;
+  const second = document.createElement("div");
+  second.className = "verdict";
+  second.dataset.testid = "daily-verdict";
+  second.append(...verdict);
+  node.replaceChildren(first, second);
+  node.classList.toggle("ranked", outcome.ranked);
+}
+
+function cells(row, texts) {
+  for (const text of texts) {
+    const cell = document.createElement("td");
+    cell.textContent = text;
+    row.append(cell);
+  }
+}
+
+function resultText(entry) {
+  return entry.status === "won" ? "won" : `${statusWord(entry.status)}`;
+}
+
+function boardRows(entries, testid) {
+  return entries.map((entry) => {
+    const row = document.createElement("tr");
+    row.dataset.testid = testid;
+    row.dataset.rank = String(entry.rank);
+    row.dataset.playerId = entry.player_id;
+    row.dataset.status = entry.status;
+    const mine = entry.player_id === state.me?.player_id;
+    if (mine) row.classList.add("mine");
+    cells(row, [
+      String(entry.rank),
+      mine ? `${entry.name} (you)` : entry.name,
+      resultText(entry),
+      `${entry.banked}/52`,
+      String(entry.moves),
+      formatTenths(entry.time_ms),
+    ]);
+    row.children[2].className = `st s-${entry.status}`;
+    return row;
+  });
+}
+
+function renderDaily() {
+  const daily = state.daily;
+  const board = daily.board;
+  const today = dailyToday();
+  $("daily-variant").value = daily.variant;
+  const dateInput = $("daily-date");
+  dateInput.max = today;
+  if (document.activeElement !== dateInput) dateInput.value = daily.date || today;
+  const onToday = !daily.date || daily.date === today;
+  $("daily-today").hidden = onToday;
+
+  const played = Boolean(board?.history?.some((h) => h.date === today && h.variant === daily.variant));
+  const play = $("daily-play");
+  play.dataset.ranked = String(!played);
+  $("daily-play-note").textContent = played
+    ? `You have played today's ${shortVariant(daily.variant)} deal: another attempt is shown but not ranked.`
+    : "Your first attempt of the day is ranked. The clock starts at once.";
+
+  const last = $("daily-last");
+  const outcome = daily.outcome;
+  last.hidden = !outcome || outcome.variant !== daily.variant;
+  if (!last.hidden) fillOutcome(last, outcome);
+
+  const fresh = board && board.variant === daily.variant;
+  $("daily-board-date").textContent = fresh ? `· ${board.date}${board.date === today ? " (today)" : ""}` : "";
+  $("daily-count").textContent = fresh
+    ? `${board.count} ranked player${board.count === 1 ? "" : "s"}`
+    : "loading…";
+  const top = fresh ? board.top : [];
+  const topTable = $("daily-top");
+  topTable.querySelector("tbody").replaceChildren(...boardRows(top, "board-row"));
+  topTable.hidden = !top.length;
+  const empty = $("daily-empty");
+  empty.hidden = !fresh || top.length > 0;
+  empty.textContent = board?.date === today ? "No one has played today's deal yet: be the first." : "No one played this deal.";
+
+  const you = $("daily-you");
+  const mineShown = fresh && board.you && top.some((e) => e.player_id === board.you.player_id);
+  you.dataset.rank = fresh && board.you ? String(board.you.rank) : "";
+  if (!fresh) {
+    you.textContent = "";
+  } else if (board.you) {
+    you.textContent = `Your rank: #${board.you.rank} of ${board.count}`;
+  } else if (board.date === today) {
+    you.textContent = played
+      ? "Your ranked attempt is still being recorded."
+      : `You have not played today's ${shortVariant(daily.variant)} deal yet.`;
+  } else {
+    you.textContent = "You did not play this deal.";
+  }
+  const aroundBox = $("daily-around-box");
+  aroundBox.hidden = !fresh || !board.you || mineShown || !board.around.length;
+  if (!aroundBox.hidden) {
+    $("daily-around").querySelector("tbody").replaceChildren(...boardRows(board.around, "around-row"));
+  }
+
+  const seedLine = $("daily-seed-line");
+  if (fresh && board.seed !== null && board.seed !== undefined) {
+    seedLine.replaceChildren("Deal seed (replay it to check the board): ");
+    const code = document.createElement("code");
+    code.dataset.testid = "daily-seed";
+    code.textContent = String(board.seed);
+    seedLine.append(code);
+  } else {
+    seedLine.textContent = fresh ? "The deal's seed is revealed once the day is over (UTC)." : "";
+  }
+
+  const streaks = board?.streaks || { played: 0, won: 0, best_played: 0, best_won: 0 };
+  $("streak-played").textContent = String(streaks.played);
+  $("streak-won").textContent = String(streaks.won);
+  $("streak-best-played").textContent = String(streaks.best_played);
+  $("streak-best-won").textContent = String(streaks.best_won);
+
+  const history = (board?.history || []).slice().reverse().slice(0, HISTORY_ROWS);
+  const historyRows = history.map((entry) => {
+    const row = document.createElement("tr");
+    row.dataset.testid = "history-row";
+    row.dataset.date = entry.date;
+    row.dataset.variant = entry.variant;
+    row.dataset.attempt = String(entry.attempt);
+    row.dataset.ranked = String(entry.ranked);
+    cells(row, [
+      entry.date,
+      shortVariant(entry.variant),
+      entry.ranked ? `${entry.attempt} · ranked` : `${entry.attempt} · not ranked`,
+      `${resultText(entry)} · ${entry.banked}/52`,
+      formatTenths(entry.time_ms),
+    ]);
+    if (!entry.ranked) row.classList.add("unranked");
+    return row;
+  });
+  $("daily-history").querySelector("tbody").replaceChildren(...historyRows);
+  $("daily-history").hidden = !historyRows.length;
+  $("daily-history-empty").hidden = historyRows.length > 0 || !board;
+
+  $("daily-best-variant").textContent = `· ${shortVariant(daily.variant)}`;
+  const best = daily.best && daily.best.variant === daily.variant ? daily.best.best : [];
+  const bestRows = best.map((entry) => {
+    const row = document.createElement("tr");
+    row.dataset.testid = "best-row";
+    row.dataset.rank = String(entry.rank);
+    row.dataset.playerId = entry.player_id;
+    if (entry.player_id === state.me?.player_id) row.classList.add("mine");
+    cells(row, [
+      String(entry.rank),
+      entry.name,
+      entry.date,
+      `${resultText(entry)} · ${entry.banked}/52`,
+      formatTenths(entry.time_ms),
+    ]);
+    return row;
+  });
+  $("daily-best-table").querySelector("tbody").replaceChildren(...bestRows);
+  $("daily-best-table").hidden = !bestRows.length;
+  $("daily-best-empty").hidden = bestRows.length > 0 || !daily.best;
+}
+
+function openDaily() {
+  state.page = "daily";
+  const url = dailyUrl();
+  if (window.location.pathname + window.location.search !== url) history.pushState(null, "", url);
+  render();
+  loadDaily();
+}
+
+function openHome() {
+  state.page = "home";
+  if (window.location.pathname !== "/") history.pushState(null, "", "/");
+  render();
+}
+
+async function playDaily() {
+  const play = $("daily-play");
+  play.disabled = true;
+  state.daily.outcome = null;
+  try {
+    // The reply is a snapshot of the running race: it shows as the race screen.
+    await request("daily", { variant: state.daily.variant });
+  } catch (error) {
+    showError(error);
+  } finally {
+    play.disabled = false;
+  }
+}
+
+function wireDaily() {
+  const select = $("daily-variant");
+  for (const [id, title] of VARIANTS) {
+    const option = document.createElement("option");
+    option.value = id;
+    option.textContent = title;
+    select.append(option);
+  }
+  select.addEventListener("change", () => {
+    state.daily.variant = select.value;
+    localStorage.setItem(DAILY_VARIANT_KEY, select.value);
+    setUrl(dailyUrl());
+    render();
+    loadDaily();
+  });
+  $("daily-date").addEventListener("change", (event) => {
+    const value = event.target.value;
+    state.daily.date = value && value !== dailyToday() ? value : null;
+    setUrl(dailyUrl());
+    loadDaily();
+  });
+  $("daily-today").addEventListener("click", () => {
+    state.daily.date = null;
+    setUrl(dailyUrl());
+    render();
+    loadDaily();
+  });
+  $("daily-play").addEventListener("click", playDaily);
+  $("daily-back").addEventListener("click", async () => {
+    const reply = await act("leave_room");
+    if (reply) leftRoom();
+  });
+
+  const plainClick = (event) => event.button === 0 && !event.metaKey && !event.ctrlKey && !event.shiftKey && !event.altKey;
+  $("daily-link").addEventListener("click", (event) => {
+    if (!plainClick(event) || !state.me) return;
+    event.preventDefault();
+    openDaily();
+  });
+  $("home-link").addEventListener("click", (event) => {
+    if (!plainClick(event) || !state.me || state.room) return;
+    event.preventDefault();
+    openHome();
+  });
+  window.addEventListener("popstate", () => {
+    if (state.room) return;
+    state.page = pageFromUrl();
+    if (state.page === "daily") {
+      const fromUrl = dailyFromUrl();
+      Object.assign(state.daily, { variant: fromUrl.variant, date: fromUrl.date, top: fromUrl.top });
+      render();
+      loadDaily();
+    } else {
+      render();
+    }
+  });
 }
 
 // The clock and the countdown, several times a second.
@@ -788,6 +1238,7 @@ function wire() {
     $("error").hidden = true;
   });
 
+  wireDaily();
   setInterval(tick, 250);
 }
 

@@ -1,0 +1,255 @@
+"""The daily challenge's page (/daily) in real Chromium, against a live server.
+
+The server's clock is real time moved to a fixed day, so that a test can jump to the
+next day and see the seed of the day before revealed. Screenshots (``daily*.png``) go to
+``tests/artifacts/screenshots/`` like the other page tests'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+
+import pytest
+import test_web
+from conftest import RunningServer, ServerFactory
+from test_web import PHONE, SCREENSHOTS, Page, Pages, enter_name, expect, tid
+
+from solrace.server.daily import daily_seed
+
+DAY = "2026-11-30"
+NEXT_DAY = "2026-12-01"
+VARIANT = "canfield"
+AREA = tid("player-area")
+
+# The page tests' fixtures: one Chromium, and pages on the test's server.
+browser = test_web.browser
+pages = test_web.pages
+
+
+class ShiftedClock:
+    """Real time, moved to noon UTC of ``DAY``; ``skip`` jumps ahead."""
+
+    def __init__(self) -> None:
+        start = dt.datetime.fromisoformat(f"{DAY}T12:00:00+00:00").timestamp()
+        self.offset = start - time.time()
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def skip(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+@pytest.fixture
+def backend_kind() -> str:
+    """The page does not depend on the backend: the embedded one serves it."""
+    return "embedded"
+
+
+@pytest.fixture
+def clock() -> ShiftedClock:
+    return ShiftedClock()
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory, clock: ShiftedClock) -> RunningServer:
+    """The node the pages talk to, on the shifted clock."""
+    return await start_server(clock=clock)
+
+
+async def no_sideways_scroll(page: Page) -> None:
+    width = await page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= await page.evaluate("window.innerWidth"), "the page scrolls sideways"
+
+
+async def start_attempt(page: Page, *, attempt: int, touch: bool = False) -> None:
+    """Play today's deal from the daily page: a solo race, its clock running, no undo."""
+    button = page.locator(tid("daily-play"))
+    await (button.tap() if touch else button.click())
+    await expect(page.locator(tid("race"))).to_be_visible()
+    await expect(page.locator(f"{AREA} {tid('board')}")).to_have_attribute("data-variant", VARIANT)
+    label = page.locator(tid("race-daily"))
+    await expect(label).to_have_attribute("data-attempt", str(attempt))
+    await expect(label).to_contain_text(f"daily deal of {DAY}")
+    await expect(label).to_contain_text("ranked" if attempt == 1 else "not ranked")
+    await expect(page.locator(tid("race-room-label"))).to_be_hidden()
+    await expect(page.locator(tid("undo"))).to_be_hidden()
+    await expect(page.locator(tid("time-limit-label"))).to_have_text("30:00")
+    assert f"/daily?variant={VARIANT}" in page.url
+
+
+async def draw(page: Page, times: int, *, touch: bool = False) -> None:
+    """Deal from the stock ``times`` times, each a move the server counts."""
+    stock = page.locator(f'{AREA} [data-pile="s"]')
+    row = page.locator(tid("progress-row"))
+    first = int(await row.get_attribute("data-moves") or 0)
+    for n in range(first + 1, first + times + 1):
+        await (stock.tap() if touch else stock.click())
+        await expect(row).to_have_attribute("data-moves", str(n))
+
+
+async def resign(page: Page, *, touch: bool = False) -> None:
+    button = page.locator(tid("resign"))
+    for _ in range(2):
+        await (button.tap() if touch else button.click())
+    await expect(page.locator(tid("results"))).to_be_visible()
+    await expect(page.locator(tid("result-row"))).to_have_count(1)
+    await expect(page.locator(tid("seed"))).to_have_count(0)  # not before the day is over
+    await expect(page.locator(tid("rematch"))).to_be_hidden()
+    await expect(page.locator(tid("daily-back"))).to_be_visible()
+
+
+async def back_to_board(page: Page, *, touch: bool = False) -> None:
+    button = page.locator(tid("daily-back"))
+    await (button.tap() if touch else button.click())
+    await expect(page.locator(tid("daily"))).to_be_visible()
+
+
+async def test_daily_attempts_ranks_and_a_past_day(
+    pages: Pages, server: RunningServer, clock: ShiftedClock
+) -> None:
+    dora = await pages.open()
+    await enter_name(dora, "Dora")
+    await dora.click(tid("daily-link"))
+    await expect(dora.locator(tid("daily"))).to_be_visible()
+    await dora.select_option(tid("daily-variant"), VARIANT)
+    assert dora.url.endswith(f"/daily?variant={VARIANT}")
+    await expect(dora.locator(tid("daily-board-date"))).to_contain_text(f"{DAY} (today)")
+    await expect(dora.locator(tid("daily-empty"))).to_contain_text("No one has played")
+    await expect(dora.locator(tid("board-row"))).to_have_count(0)
+    await expect(dora.locator(tid("daily-you"))).to_contain_text("not played")
+    await expect(dora.locator(tid("daily-seed-line"))).to_contain_text("revealed once the day")
+    await expect(dora.locator(tid("daily-date"))).to_have_value(DAY)
+    await expect(dora.locator(tid("daily-play"))).to_have_attribute("data-ranked", "true")
+    await expect(dora.locator(tid("streak-played"))).to_have_text("0")
+
+    # The first attempt: a few moves, then resign. It is ranked, first of one.
+    await start_attempt(dora, attempt=1)
+    await draw(dora, 3)
+    await dora.screenshot(path=str(SCREENSHOTS / "daily-race.png"), full_page=True)
+    await resign(dora)
+    outcome = dora.locator(tid("daily-outcome"))
+    await expect(outcome).to_have_attribute("data-ranked", "true")
+    await expect(outcome).to_have_attribute("data-rank", "1")
+    await expect(outcome.locator(tid("daily-verdict"))).to_have_text(
+        f"Ranked #1 of 1 on the board of {DAY}."
+    )
+    await dora.screenshot(path=str(SCREENSHOTS / "daily-result.png"), full_page=True)
+    await back_to_board(dora)
+    mine = dora.locator(f"{tid('board-row')}.mine")
+    await expect(dora.locator(tid("board-row"))).to_have_count(1)
+    await expect(mine).to_have_attribute("data-rank", "1")
+    await expect(mine).to_contain_text("Dora (you)")
+    dora_id = await mine.get_attribute("data-player-id")
+    assert dora_id
+    await expect(dora.locator(tid("daily-you"))).to_have_text("Your rank: #1 of 1")
+    await expect(dora.locator(tid("daily-last"))).to_have_attribute("data-ranked", "true")
+    await expect(dora.locator(tid("history-row"))).to_have_count(1)
+    await expect(dora.locator(tid("history-row"))).to_have_attribute("data-ranked", "true")
+    await expect(dora.locator(tid("streak-played"))).to_have_text("1")
+    best = dora.locator(tid("best-row"))
+    await expect(best).to_have_count(1)
+    await expect(best).to_have_attribute("data-player-id", dora_id)
+    await expect(dora.locator(tid("daily-play"))).to_have_attribute("data-ranked", "false")
+    await expect(dora.locator(tid("daily-play-note"))).to_contain_text("not ranked")
+    await dora.screenshot(path=str(SCREENSHOTS / "daily.png"), full_page=True)
+
+    # A second attempt is shown, but not ranked: the board keeps the first.
+    await start_attempt(dora, attempt=2)
+    await draw(dora, 1)
+    await resign(dora)
+    await expect(outcome).to_have_attribute("data-ranked", "false")
+    await expect(outcome.locator(tid("daily-verdict"))).to_contain_text(
+        "Not ranked: this was attempt 2"
+    )
+    await back_to_board(dora)
+    await expect(dora.locator(tid("daily-last"))).to_contain_text("Not ranked")
+    await expect(dora.locator(tid("board-row"))).to_have_count(1)
+    await expect(mine).to_have_attribute("data-rank", "1")
+    history = dora.locator(tid("history-row"))
+    await expect(history).to_have_count(2)
+    await expect(history.first).to_have_attribute("data-attempt", "2")
+    await expect(history.first).to_have_attribute("data-ranked", "false")
+    await expect(history.first).to_contain_text("not ranked")
+    await expect(dora.locator(tid("best-row"))).to_have_count(1)
+
+    # Bob comes by the link, with a board of one row: he sees the top, then himself
+    # among the ranks around him, second (as many cards banked, but slower).
+    entries = await server.node.backend.daily_entries(DAY, VARIANT)
+    dora_time = entries[0].time_ms / 1000
+    bob = await pages.open(f"/daily?variant={VARIANT}&top=1")
+    await enter_name(bob, "Bob")
+    await expect(bob.locator(tid("daily"))).to_be_visible()
+    await expect(bob.locator(tid("daily-variant"))).to_have_value(VARIANT)
+    await expect(bob.locator(tid("board-row"))).to_have_attribute("data-player-id", dora_id)
+    await start_attempt(bob, attempt=1)
+    await asyncio.sleep(dora_time + 1.0)
+    await draw(bob, 1)
+    await resign(bob)
+    await expect(bob.locator(tid("daily-outcome"))).to_have_attribute("data-rank", "2")
+    await back_to_board(bob)
+    assert bob.url.endswith(f"/daily?variant={VARIANT}&top=1")
+    await expect(bob.locator(tid("daily-count"))).to_have_text("2 ranked players")
+    await expect(bob.locator(tid("board-row"))).to_have_count(1)
+    await expect(bob.locator(tid("board-row"))).to_have_attribute("data-rank", "1")
+    await expect(bob.locator(tid("daily-you"))).to_have_text("Your rank: #2 of 2")
+    around = bob.locator(tid("around-row"))
+    await expect(around).to_have_count(2)
+    await expect(around.nth(0)).to_have_attribute("data-player-id", dora_id)
+    await expect(bob.locator(f"{tid('around-row')}.mine")).to_have_attribute("data-rank", "2")
+    await bob.screenshot(path=str(SCREENSHOTS / "daily-board.png"), full_page=True)
+
+    # The next day: the streak still counts yesterday, and yesterday's board shows its seed.
+    clock.skip(86_400)
+    await dora.reload()
+    await expect(dora.locator(tid("daily-board-date"))).to_contain_text(f"{NEXT_DAY} (today)")
+    await expect(dora.locator(tid("board-row"))).to_have_count(0)
+    await expect(dora.locator(tid("streak-played"))).to_have_text("1")
+    await expect(dora.locator(tid("daily-play"))).to_have_attribute("data-ranked", "true")
+    await expect(dora.locator(tid("daily-today"))).to_be_hidden()
+    await dora.fill(tid("daily-date"), DAY)
+    await expect(dora.locator(tid("daily-board-date"))).to_have_text(f"· {DAY}")
+    seed = daily_seed(server.node.secret, DAY, VARIANT)
+    await expect(dora.locator(tid("daily-seed"))).to_have_text(str(seed))
+    await expect(dora.locator(tid("board-row"))).to_have_count(2)
+    await expect(mine).to_have_attribute("data-rank", "1")
+    await expect(dora.locator(tid("daily-you"))).to_have_text("Your rank: #1 of 2")
+    assert dora.url.endswith(f"/daily?variant={VARIANT}&date={DAY}")
+    await dora.screenshot(path=str(SCREENSHOTS / "daily-past.png"), full_page=True)
+    await dora.click(tid("daily-today"))
+    await expect(dora.locator(tid("daily-board-date"))).to_contain_text(f"{NEXT_DAY} (today)")
+    await expect(dora.locator(tid("daily-date"))).to_have_value(NEXT_DAY)
+
+    # The brand link goes home, and the home screen links back to the daily page.
+    await dora.click(tid("home-link"))
+    await expect(dora.locator(tid("home"))).to_be_visible()
+    await dora.go_back()
+    await expect(dora.locator(tid("daily"))).to_be_visible()
+
+
+async def test_daily_at_phone_width_resumes_after_a_reload(pages: Pages) -> None:
+    phone = await pages.open("/daily", viewport=PHONE, touch=True)
+    await enter_name(phone, "Pocket")
+    await expect(phone.locator(tid("daily"))).to_be_visible()
+    await phone.select_option(tid("daily-variant"), VARIANT)
+    await expect(phone.locator(tid("daily-empty"))).to_be_visible()
+    await no_sideways_scroll(phone)
+    await start_attempt(phone, attempt=1, touch=True)
+    await draw(phone, 2, touch=True)
+    await no_sideways_scroll(phone)
+
+    # A reload in the middle of the attempt comes back to the same race.
+    await phone.reload()
+    await expect(phone.locator(tid("race-daily"))).to_have_attribute("data-attempt", "1")
+    await expect(phone.locator(tid("progress-row"))).to_have_attribute("data-moves", "2")
+    await draw(phone, 1, touch=True)
+    await phone.screenshot(path=str(SCREENSHOTS / "daily-race-phone.png"), full_page=True)
+    await resign(phone, touch=True)
+    await expect(phone.locator(tid("daily-outcome"))).to_have_attribute("data-rank", "1")
+    await back_to_board(phone, touch=True)
+    await expect(phone.locator(f"{tid('board-row')}.mine")).to_have_attribute("data-rank", "1")
+    await expect(phone.locator(tid("history-row"))).to_have_count(1)
+    await no_sideways_scroll(phone)
+    await phone.screenshot(path=str(SCREENSHOTS / "daily-phone.png"), full_page=True)
