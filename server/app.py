@@ -38,7 +38,21 @@ def make_backend(config: ServerConfig) -> Backend:
     if config.redis_url:
         from .backends.redis import RedisBackend  # type: ignore[import-not-found,unused-ignore]
 
-        backend: Backend = RedisBackend(config.redis_url)
+        backend: Backend = RedisBackend(
+            config.redis_url,
+            socket_timeout=config.redis_socket_timeout_s,
+            connect_timeout=config.redis_connect_timeout_s,
+            retries=config.redis_retries,
+            max_connections=config.redis_max_connections,
+            pool_timeout=config.redis_pool_timeout_s,
+            ready_timeout=config.redis_ready_timeout_s,
+            poll_interval=config.redis_poll_interval_s,
+            ping_interval=config.redis_ping_interval_s,
+            subscribe_timeout=config.redis_subscribe_timeout_s,
+            reconnect_delay=config.redis_reconnect_delay_s,
+            max_reconnect_delay=config.redis_max_reconnect_delay_s,
+            room_ttl=config.redis_room_ttl_s,
+        )
         return backend
     return EmbeddedBackend(config.data_dir)
 

@@ -30,8 +30,12 @@ def register(subparsers: Any) -> None:
         "--redis",
         default=os.environ.get("SOLRACE_REDIS_URL"),
         metavar="URL",
-        help="run on the Redis backend (or set SOLRACE_REDIS_URL)",
+        help=(
+            "run on the Redis backend (or set SOLRACE_REDIS_URL): redis://HOST:PORT/DB, "
+            "rediss:// for TLS, redis+cluster://HOST:PORT for any node of a Redis Cluster"
+        ),
     )
+    _redis_timeouts(parser)
     parser.add_argument(
         "--log-format",
         choices=("json", "console"),
@@ -48,6 +52,64 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_serve)
 
 
+def _redis_timeouts(parser: argparse.ArgumentParser) -> None:
+    """The Redis backend's main timeouts (the others are ServerConfig fields)."""
+    defaults = ServerConfig()
+    group = parser.add_argument_group("Redis timeouts", "Seconds, except --redis-retries.")
+    group.add_argument(
+        "--redis-socket-timeout",
+        type=float,
+        default=defaults.redis_socket_timeout_s,
+        metavar="S",
+        help=f"longest wait for a reply ({defaults.redis_socket_timeout_s:g})",
+    )
+    group.add_argument(
+        "--redis-connect-timeout",
+        type=float,
+        default=defaults.redis_connect_timeout_s,
+        metavar="S",
+        help=f"longest wait to connect ({defaults.redis_connect_timeout_s:g})",
+    )
+    group.add_argument(
+        "--redis-retries",
+        type=int,
+        default=defaults.redis_retries,
+        metavar="N",
+        help=f"retries of a command that timed out or lost its link ({defaults.redis_retries})",
+    )
+    group.add_argument(
+        "--redis-pool-timeout",
+        type=float,
+        default=defaults.redis_pool_timeout_s,
+        metavar="S",
+        help=f"longest wait for a free connection ({defaults.redis_pool_timeout_s:g})",
+    )
+    group.add_argument(
+        "--redis-ping-interval",
+        type=float,
+        default=defaults.redis_ping_interval_s,
+        metavar="S",
+        help=f"silence before a pub/sub connection is pinged ({defaults.redis_ping_interval_s:g})",
+    )
+    group.add_argument(
+        "--redis-max-reconnect-delay",
+        type=float,
+        default=defaults.redis_max_reconnect_delay_s,
+        metavar="S",
+        help=(
+            "longest pause between attempts to reopen pub/sub "
+            f"({defaults.redis_max_reconnect_delay_s:g})"
+        ),
+    )
+    group.add_argument(
+        "--redis-room-ttl",
+        type=float,
+        default=defaults.redis_room_ttl_s,
+        metavar="S",
+        help=f"drop a room untouched this long, 0 keeps it ({defaults.redis_room_ttl_s or 0:g})",
+    )
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .app import run
 
@@ -56,6 +118,13 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         data_dir=args.data_dir,
         redis_url=args.redis,
+        redis_socket_timeout_s=args.redis_socket_timeout,
+        redis_connect_timeout_s=args.redis_connect_timeout,
+        redis_retries=args.redis_retries,
+        redis_pool_timeout_s=args.redis_pool_timeout,
+        redis_ping_interval_s=args.redis_ping_interval,
+        redis_max_reconnect_delay_s=args.redis_max_reconnect_delay,
+        redis_room_ttl_s=args.redis_room_ttl or None,
         log_format=args.log_format,
         resume_grace_s=args.resume_grace,
     )

@@ -18,6 +18,33 @@ class ServerConfig:
     port: int = 8765
     data_dir: Path = Path("data")
     redis_url: str | None = None
+    """The Redis backend's URL: ``redis://``, ``rediss://`` (TLS), or ``redis+cluster://`` and
+    ``rediss+cluster://`` for any node of a Redis Cluster; None runs the embedded backend."""
+    redis_socket_timeout_s: float = 2.0
+    """The longest wait for a Redis reply; also how long a pub/sub ping may go unanswered."""
+    redis_connect_timeout_s: float = 1.0
+    """The longest wait to open a connection to Redis."""
+    redis_retries: int = 1
+    """Retries of a Redis command after a timeout or a lost connection, so that a request
+    is refused as ``unavailable`` within about ``redis_socket_timeout_s * (retries + 1)``."""
+    redis_max_connections: int = 64
+    """Command connections to Redis (to each primary of a cluster)."""
+    redis_pool_timeout_s: float = 2.0
+    """How long a command waits for a free connection (one Redis; a cluster does not wait)."""
+    redis_ready_timeout_s: float = 0.5
+    """How long ``/readyz`` waits for Redis to answer a PING."""
+    redis_poll_interval_s: float = 1.0
+    """How long one read of the pub/sub connection waits for an event."""
+    redis_ping_interval_s: float = 5.0
+    """Silence on a pub/sub connection before it is pinged to tell a quiet one from a dead one."""
+    redis_subscribe_timeout_s: float = 2.0
+    """How long joining a room waits for Redis to confirm the room's subscription."""
+    redis_reconnect_delay_s: float = 0.05
+    """The first pause before a lost pub/sub connection is opened again (it then doubles)."""
+    redis_max_reconnect_delay_s: float = 2.0
+    """The longest pause between attempts to open a lost pub/sub connection."""
+    redis_room_ttl_s: float | None = 24 * 3600.0
+    """A room untouched this long is dropped from Redis with its logs; None keeps it."""
     limits: Limits = field(default_factory=Limits)
     max_rooms_per_node: int = 2000
     """Rooms with a member on this node; creating or joining one more is refused."""

@@ -71,6 +71,8 @@ SEED_BITS = 53
 ROOM_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 ROOM_CODE_LENGTH = 8
 STATE_EVENTS = frozenset({"members", "countdown", "race_started", "race_over"})
+_RESYNC: dict[str, Any] = {"type": "resync"}
+"""Queued (by identity) when the room's events may have been lost: send fresh snapshots."""
 
 
 def new_room_code() -> str:
@@ -86,6 +88,7 @@ class Session:
         "codec",
         "conn_id",
         "limiter",
+        "lock",
         "name",
         "player_id",
         "push",
@@ -109,6 +112,7 @@ class Session:
         self.push = push
         self.close = close
         self.limiter = limiter
+        self.lock = asyncio.Lock()  # held while a request runs: no snapshot shows half of one
         self.player_id: str | None = None
         self.name = ""
         self.room: str | None = None
@@ -161,6 +165,7 @@ class Node:
 
     async def start(self) -> None:
         """Start the backend and read the token secret."""
+        self.backend.set_resync_handler(self._on_resync)
         await self.backend.start()
         self.secret = await self.backend.secret()
 
@@ -200,7 +205,8 @@ class Node:
             await self._rate_limited(session, request.id)
             return
         try:
-            await self._handlers[type(request)](session, request)
+            async with session.lock:
+                await self._handlers[type(request)](session, request)
         except ProtocolError as error:
             await self._error(session, request.id, error.code, error.message, rev=None)
         except BackendUnavailable:
@@ -609,6 +615,10 @@ class Node:
         if queue is not None:
             queue.put_nowait(event)
 
+    def _on_resync(self, codes: list[str]) -> None:
+        for code in codes:
+            self._on_event(code, _RESYNC)
+
     async def _fan_out_worker(self, code: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
         structlog.contextvars.bind_contextvars(room=code)
         while True:
@@ -619,6 +629,9 @@ class Node:
                 log.exception("fan_out_failed", event=event.get("type"))
 
     async def _fan_out(self, code: str, event: dict[str, Any]) -> None:
+        if event is _RESYNC:
+            await self._resync(code)
+            return
         kind = event["type"]
         if kind in STATE_EVENTS:
             room = await self.backend.load_room(code)
@@ -644,6 +657,36 @@ class Node:
                 self._deliver(code, bare, event)
                 return
         self._deliver(code, event, event)
+
+    async def _resync(self, code: str) -> None:
+        """Reload the room, re-arm its timer and send every local member a snapshot."""
+        room = await self.backend.load_room(code)
+        if room is None:
+            log.warning("resync_room_gone")
+            return
+        self.rooms[code] = room
+        self._arm(room)
+        for session in list(self.local.get(code, ())):
+            if session.player_id not in room.members:
+                await self._detach(session)
+                if session.player_id is not None:
+                    await self.backend.set_player_room(session.player_id, None)
+                continue
+            # After the session's request in flight, if any (a move applied, not yet
+            # logged), in a task of its own: a slow socket must not hold the room's events.
+            self._spawn(self._push_snapshot(session, code))
+        log.info("resynced", seq=room.seq)
+
+    async def _push_snapshot(self, session: Session, code: str) -> None:
+        async with session.lock:
+            if session.room != code:
+                return
+            try:
+                snapshot = await self._snapshot(session)
+            except (ProtocolError, BackendUnavailable) as error:
+                log.warning("resync_failed", room=code, error=str(error))
+                return
+            session.push(session.codec.encode(RoomSnapshot(None, snapshot)))
 
     def _deliver(
         self, code: str, to_players: dict[str, Any], to_spectators: dict[str, Any]

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from .base import Backend, BackendUnavailable, EventHandler, RoomUpdate
+from .base import Backend, BackendUnavailable, EventHandler, ResyncHandler, RoomUpdate
 from .embedded import EmbeddedBackend
 
-__all__ = ["Backend", "BackendUnavailable", "EmbeddedBackend", "EventHandler", "RoomUpdate"]
+__all__ = [
+    "Backend",
+    "BackendUnavailable",
+    "EmbeddedBackend",
+    "EventHandler",
+    "ResyncHandler",
+    "RoomUpdate",
+]

@@ -12,10 +12,13 @@ from typing import Any
 
 from ..room import Outcome, Room
 
-__all__ = ["Backend", "BackendUnavailable", "EventHandler", "RoomUpdate"]
+__all__ = ["Backend", "BackendUnavailable", "EventHandler", "ResyncHandler", "RoomUpdate"]
 
 EventHandler = Callable[[str, dict[str, Any]], None]
 """Called with a room code and an event's plain data, in publishing order."""
+
+ResyncHandler = Callable[[list[str]], None]
+"""Called with the codes of subscribed rooms whose events may have been lost."""
 
 RoomUpdate = Callable[[Room], Outcome]
 """A pure change of a room record; it may raise ProtocolError to refuse."""
@@ -119,3 +122,11 @@ class Backend(ABC):
     @abstractmethod
     async def unsubscribe(self, code: str) -> None:
         """Stop receiving the room's events."""
+
+    def set_resync_handler(self, handler: ResyncHandler | None) -> None:  # noqa: B027
+        """Be told of rooms whose events may have been lost (by default none ever are).
+
+        A backend whose pub/sub can lose events (the Redis one, while its connection is
+        down) calls ``handler`` once it receives such a room's events again, before any
+        event published after that; the node then re-reads the room from the store.
+        """

@@ -23,11 +23,23 @@ change in Python, write it back with a Lua script that checks the version first,
 a conflict read and apply again. A move log refuses a gap or a rewrite in one script that
 compares the move number with the stream's length before XADD.
 
-Pub/sub is at most once: one reader task per node holds a connection of its own, reads
-with short polls, dispatches each event to its room's handler in order, and when the
+Pub/sub is at most once. A reader task holds a pub/sub connection of its own, reads with
+short polls, dispatches each event to its room's handler in order, and when the
 connection fails it reconnects with backoff and subscribes to its rooms again. Events
-published while it was away are lost; anything a client must not miss is re-read from
-the store.
+published while it was away are lost: once Redis confirms a subscription made again, the
+backend calls the resync handler with the room's code, and the node sends the room's
+members a fresh snapshot from the store.
+
+Redis Cluster is named by a ``redis+cluster://HOST:PORT`` URL (``rediss+cluster://`` for
+TLS), HOST:PORT being any node of the cluster. Commands then go through redis-py's
+cluster client, which follows the slots. A sharded channel is served only by the primary
+that owns its slot, so the node keeps one pub/sub connection, with its own reader, per
+primary that owns a room it subscribes to. (redis-py's cluster pub/sub waits on each
+node's connection in turn for the whole read timeout, which would hold one room's events
+behind another node's quiet channels.) When the slot map changes, a placer task moves
+channels to their new primary from a fresh map: after a reader's connection fails, after
+a MOVED reply to SSUBSCRIBE, and when Redis drops a subscription because its slot
+migrated; a channel moved this way is resynced like one subscribed again.
 """
 
 from __future__ import annotations
@@ -36,18 +48,22 @@ import asyncio
 import contextlib
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgpack
 import structlog
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import parse_url
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
-    ClusterDownError,
+    ClusterError,
+    MovedError,
     ReadOnlyError,
+    RedisClusterException,
     TryAgainError,
 )
 from redis.exceptions import (
@@ -59,9 +75,9 @@ from redis.exceptions import (
 
 from ...protocol import ErrorCode, ProtocolError
 from ..room import Outcome, Room
-from .base import Backend, BackendUnavailable, EventHandler, RoomUpdate
+from .base import Backend, BackendUnavailable, EventHandler, ResyncHandler, RoomUpdate
 
-__all__ = ["RedisBackend"]
+__all__ = ["RedisBackend", "cluster_url"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -70,11 +86,14 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     RedisConnectionError,
     RedisTimeoutError,
     ReadOnlyError,
-    ClusterDownError,
+    ClusterError,  # ClusterDownError too: the cluster is failing over or lacks a slot
+    RedisClusterException,  # no node of the cluster answers, or a slot has no node now
     TryAgainError,
     OSError,
     asyncio.TimeoutError,
 )
+
+_CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 # A code that could be a room's (the node makes 8 characters of [2-9A-Z]); anything else
 # names no room, and never reaches a key where a brace would move its hash tag.
@@ -154,19 +173,46 @@ def _text(value: bytes | str | None) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def cluster_url(url: str) -> str | None:
+    """The plain URL of a Redis Cluster URL (``redis+cluster://``), or None for another URL."""
+    scheme, sep, rest = url.partition("://")
+    plain = _CLUSTER_SCHEMES.get(scheme.lower()) if sep else None
+    return None if plain is None else f"{plain}://{rest}"
+
+
+class _Shard:
+    """One pub/sub connection (to the Redis, or to one cluster primary) and its reader."""
+
+    __slots__ = ("channels", "client", "delay", "leaving", "name", "pubsub", "task")
+
+    def __init__(self, name: str, client: Redis, delay: float) -> None:
+        self.name = name
+        self.client = client
+        self.channels: set[bytes] = set()
+        self.leaving: dict[bytes, int] = {}  # SUNSUBSCRIBEs sent, not confirmed yet
+        self.pubsub: PubSub | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.delay = delay
+
+
 class RedisBackend(Backend):
-    """Rooms, logs, players and results in one Redis; room events over sharded pub/sub.
+    """Rooms, logs, players and results in Redis; room events over sharded pub/sub.
+
+    ``url`` names one Redis (``redis://``, ``rediss://``, ``unix://``) or, with
+    ``redis+cluster://`` or ``rediss+cluster://``, any node of a Redis Cluster.
 
     Every timeout is an argument (seconds), chosen so that a node refuses work as
     ``unavailable`` within about ``socket_timeout * (retries + 1)`` when Redis stops
-    answering, instead of hanging on it:
+    answering, instead of hanging on it (on a cluster, add the time to ask the other
+    nodes for the slot map, each within ``connect_timeout`` and ``socket_timeout``):
 
     - ``socket_timeout``: the longest wait for a command's reply.
     - ``connect_timeout``: the longest wait to open a connection.
     - ``retries``: how many times a command is retried after a connection error or a
       timeout (the scripts are safe to repeat), with a short backoff.
-    - ``max_connections`` and ``pool_timeout``: the command connections of this node, and
-      how long a command waits for a free one.
+    - ``max_connections`` and ``pool_timeout``: the command connections of this node (per
+      primary on a cluster), and how long a command waits for a free one (a cluster
+      client does not wait: with every connection busy, a command is unavailable).
     - ``ready_timeout``: how long :meth:`ready` waits for a PING.
     - ``poll_interval``: how long one pub/sub read waits for a message; the reader's own
       connection is never read without this bound, so ``socket_timeout`` cannot trip on a
@@ -174,8 +220,8 @@ class RedisBackend(Backend):
     - ``ping_interval``: after that much silence the reader pings, and takes the
       connection for dead if no answer comes within ``socket_timeout``.
     - ``subscribe_timeout``: how long :meth:`subscribe` waits for Redis to confirm.
-    - ``reconnect_delay`` and ``max_reconnect_delay``: the reader's backoff while Redis is
-      away.
+    - ``reconnect_delay`` and ``max_reconnect_delay``: a reader's backoff while Redis is
+      away (and, on a cluster, the placer's while no node gives a slot map).
     - ``room_ttl``: a room untouched for that long is dropped with its logs (a room whose
       nodes all died does not stay forever); None keeps rooms until their last member
       leaves.
@@ -216,35 +262,52 @@ class RedisBackend(Backend):
         self.max_reconnect_delay = max_reconnect_delay
         self.room_ttl_ms = 0 if room_ttl is None else int(room_ttl * 1000)
         self.max_update_attempts = max_update_attempts
-        pool = BlockingConnectionPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=pool_timeout,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=connect_timeout,
-            retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), retries),
-            health_check_interval=0,
-        )
-        self._redis = Redis.from_pool(pool)
-        # The reader's client: one connection, no retries of its own (the reader
-        # reconnects and subscribes again itself); reads pass their own short timeout.
-        self._pubsub_redis = Redis.from_url(
-            url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=connect_timeout,
-            retry=Retry(NoBackoff(), 0),
-            health_check_interval=0,
-        )
+        retry = Retry(ExponentialBackoff(cap=0.2, base=0.02), retries)
+        self._cluster_url = cluster_url(url)
+        self._redis: Redis | RedisCluster
+        if self._cluster_url is not None:
+            # Without full coverage the rooms on the primaries that answer stay playable.
+            self._redis = RedisCluster.from_url(
+                self._cluster_url,
+                max_connections=max_connections,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=connect_timeout,
+                retry=retry,
+                require_full_coverage=False,
+                health_check_interval=0,
+            )
+        else:
+            pool = BlockingConnectionPool.from_url(
+                url,
+                max_connections=max_connections,
+                timeout=pool_timeout,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=connect_timeout,
+                retry=retry,
+                health_check_interval=0,
+            )
+            self._redis = Redis.from_pool(pool)
         self._create_room = self._redis.register_script(_CREATE_ROOM)
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
         self._secret = b""
         self._handlers: dict[bytes, tuple[str, EventHandler]] = {}
         self._confirmations: dict[bytes, asyncio.Future[None]] = {}
-        self._pubsub: PubSub | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._delay = reconnect_delay
+        self._resync: ResyncHandler | None = None
+        self._shards: dict[str, _Shard] = {}
+        self._placed: dict[bytes, _Shard] = {}
+        self._live: set[bytes] = set()  # confirmed on a connection that has not failed since
+        self._stale: set[bytes] = set()  # events may have been lost: resync once confirmed
+        self._unplaced: set[bytes] = set()  # for the placer: find the owner again
+        self._placing = asyncio.Event()
+        self._placer: asyncio.Task[None] | None = None
+        self._started = False
         self._closing = False
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the URL names a Redis Cluster."""
+        return self._cluster_url is not None
 
     # keys -------------------------------------------------------------------------------
 
@@ -275,7 +338,7 @@ class RedisBackend(Backend):
     # life cycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Read the shared token secret (the first node sets it) and start the reader."""
+        """Read the shared token secret (the first node sets it) and start the readers."""
         with self._guard():
             key = f"{self.prefix}:secret"
             await self._redis.set(key, secrets.token_bytes(32), nx=True)
@@ -283,34 +346,58 @@ class RedisBackend(Backend):
         if not secret:
             raise BackendUnavailable("redis: the token secret is missing")
         self._secret = _bytes(secret)
-        if self._reader is None:
-            self._reader = asyncio.ensure_future(self._read_events())
+        if self._started:
+            return
+        self._started = True
+        self._placer = asyncio.ensure_future(self._place_loop())
+        if not self.cluster:
+            self._shard("")  # the one connection, open from the start
+        for shard in self._shards.values():
+            if shard.task is None:
+                shard.task = asyncio.ensure_future(self._read(shard))
 
     async def close(self) -> None:
-        """Stop the reader and close every connection."""
+        """Stop the readers and close every connection."""
         self._closing = True
-        reader, self._reader = self._reader, None
-        if reader is not None:
+        placer, self._placer = self._placer, None
+        tasks = [shard.task for shard in self._shards.values() if shard.task is not None]
+        for task in [*tasks, *([placer] if placer is not None else [])]:
             # redis-py may swallow a cancellation that lands as a read's own timeout
-            # fires, so cancel until the reader is done (it also stops on _closing).
-            while not reader.done():
-                reader.cancel()
-                await asyncio.wait([reader], timeout=0.1)
-        await self._drop_pubsub()
+            # fires, so cancel until the task is done (it also stops on _closing).
+            while not task.done():
+                task.cancel()
+                await asyncio.wait([task], timeout=0.1)
+        for shard in list(self._shards.values()):
+            await self._drop_pubsub(shard)
+            with contextlib.suppress(*UNAVAILABLE_ERRORS):
+                await shard.client.aclose()
+        self._shards.clear()
+        self._placed.clear()
         for future in self._confirmations.values():
             future.cancel()
         self._confirmations.clear()
         self._handlers.clear()
         with contextlib.suppress(*UNAVAILABLE_ERRORS):
-            await self._pubsub_redis.aclose()
-        with contextlib.suppress(*UNAVAILABLE_ERRORS):
             await self._redis.aclose()
 
     async def ready(self) -> bool:
-        """Whether Redis answers a PING within ``ready_timeout``."""
+        """Whether Redis (on a cluster, any primary) answers a PING within ``ready_timeout``.
+
+        Every node shares the cluster: a primary that is down until its failover makes
+        its rooms unavailable on every node alike, and no node is readier than another.
+        """
         try:
             async with asyncio.timeout(self.ready_timeout):
-                return bool(await self._redis.ping())
+                primaries = (
+                    self._redis.get_primaries() if isinstance(self._redis, RedisCluster) else []
+                )
+                if not primaries:  # one Redis, or a cluster whose map is not read yet
+                    return bool(await self._redis.ping())
+                answers = await asyncio.gather(
+                    *(self._redis.ping(target_nodes=node) for node in primaries),
+                    return_exceptions=True,
+                )
+                return any(answer is True for answer in answers)
         except UNAVAILABLE_ERRORS:
             return False
 
@@ -408,10 +495,17 @@ class RedisBackend(Backend):
             log.warning("room_logs_left", room=code, error=str(error))
 
     async def room_count(self) -> int:
-        """Rooms in Redis, counted with SCAN (for operators, not for a hot path)."""
+        """Rooms in Redis, counted with SCAN on every primary (for operators, not a hot path)."""
+        match = f"{self.prefix}:{{*}}:room"
         count = 0
         with self._guard():
-            async for _ in self._redis.scan_iter(match=f"{self.prefix}:{{*}}:room", count=1000):
+            if isinstance(self._redis, RedisCluster):
+                keys = self._redis.scan_iter(
+                    match=match, count=1000, target_nodes=RedisCluster.PRIMARIES
+                )
+            else:
+                keys = self._redis.scan_iter(match=match, count=1000)
+            async for _ in keys:
                 count += 1
         return count
 
@@ -461,29 +555,38 @@ class RedisBackend(Backend):
         with self._guard():
             await self._redis.spublish(self._channel(code), _pack(event))
 
+    def set_resync_handler(self, handler: ResyncHandler | None) -> None:
+        """Call ``handler`` with a room's code when its subscription is made again."""
+        self._resync = handler
+
     async def subscribe(self, code: str, handler: EventHandler) -> None:
         """Hand the room's events to ``handler``, once Redis confirms the subscription.
 
-        If Redis does not confirm in time, the room stays wanted and the reader subscribes
-        to it when it connects again; this never raises.
+        If Redis does not confirm in time, the room stays wanted: its reader subscribes to
+        it when it connects again, and the room is resynced once Redis confirms. This
+        never raises.
         """
         channel = self._channel(code)
         self._handlers[channel] = (code, handler)
+        if channel in self._live:
+            return
         future = self._confirmations.get(channel)
         if future is None or future.done():
             future = asyncio.get_running_loop().create_future()
             self._confirmations[channel] = future
-        pubsub = self._pubsub
-        if pubsub is not None:
-            try:
-                await pubsub.ssubscribe(channel)
-            except UNAVAILABLE_ERRORS as error:
-                log.warning("subscribe_failed", room=code, error=str(error))
+        try:
+            await self._place(channel)
+        except UNAVAILABLE_ERRORS as error:
+            # No slot map names the owner now: the placer finds it when one does.
+            log.warning("subscribe_failed", room=code, error=str(error))
+            self._replace([channel])
         try:
             async with asyncio.timeout(self.subscribe_timeout):
                 await asyncio.shield(future)
         except TimeoutError:
             log.warning("subscribe_unconfirmed", room=code)
+            if channel in self._handlers and channel not in self._live:
+                self._stale.add(channel)  # events until Redis confirms are lost
 
     async def unsubscribe(self, code: str) -> None:
         """Stop handing the room's events on, and SUNSUBSCRIBE."""
@@ -492,29 +595,133 @@ class RedisBackend(Backend):
         future = self._confirmations.pop(channel, None)
         if future is not None and not future.done():
             future.cancel()
-        pubsub = self._pubsub
+        self._live.discard(channel)
+        self._stale.discard(channel)
+        self._unplaced.discard(channel)
+        shard = self._placed.pop(channel, None)
+        if shard is None:
+            return
+        shard.channels.discard(channel)
+        pubsub = shard.pubsub
         if pubsub is not None:
+            shard.leaving[channel] = shard.leaving.get(channel, 0) + 1
             try:
                 await pubsub.sunsubscribe(channel)
             except UNAVAILABLE_ERRORS as error:
                 # The reader reconnects and subscribes only to the rooms still wanted.
                 log.warning("unsubscribe_failed", room=code, error=str(error))
 
-    async def _read_events(self) -> None:
-        """The node's one reader: connect, subscribe to every wanted room, dispatch."""
+    # pub/sub connections ------------------------------------------------------------------
+
+    def _owner(self, channel: bytes) -> str:
+        """The name of the connection that serves the channel ("" for the one Redis)."""
+        if not isinstance(self._redis, RedisCluster):
+            return ""
+        node = self._redis.get_node_from_key(channel.decode())
+        if node is None:
+            raise RedisClusterException(f"no node serves {channel!r}")
+        return str(node.name)
+
+    def _shard(self, name: str) -> _Shard:
+        """The connection named ``name``, made (and its reader started) on first use."""
+        shard = self._shards.get(name)
+        if shard is not None:
+            return shard
+        timeouts: dict[str, Any] = {
+            "socket_timeout": self.socket_timeout,
+            "socket_connect_timeout": self.connect_timeout,
+            # No retries of its own: the reader reconnects and subscribes again itself.
+            "retry": Retry(NoBackoff(), 0),
+            "health_check_interval": 0,
+        }
+        if self._cluster_url is None:
+            client = Redis.from_url(self.url, **timeouts)
+        else:
+            host, _, port = name.rpartition(":")
+            options: dict[str, Any] = dict(parse_url(self._cluster_url))
+            options.update(host=host, port=int(port), **timeouts)
+            client = Redis.from_pool(ConnectionPool(**options))
+        shard = self._shards[name] = _Shard(name, client, self.reconnect_delay)
+        if self._started and not self._closing:
+            shard.task = asyncio.ensure_future(self._read(shard))
+        return shard
+
+    async def _place(self, channel: bytes) -> None:
+        """Put the channel on its owner's connection, and SSUBSCRIBE there if it is up."""
+        shard = self._shard(self._owner(channel))
+        old = self._placed.get(channel)
+        if old is not shard:
+            if old is not None:
+                old.channels.discard(channel)
+                if channel in self._live:
+                    self._live.discard(channel)
+                    self._stale.add(channel)
+            shard.channels.add(channel)
+            self._placed[channel] = shard
+        pubsub = shard.pubsub
+        if channel in self._live or pubsub is None:
+            return  # subscribed already, or the reader subscribes once it connects
+        try:
+            await pubsub.ssubscribe(channel)
+        except UNAVAILABLE_ERRORS as error:
+            log.warning("subscribe_failed", node=shard.name or None, error=str(error))
+
+    def _replace(self, channels: Iterable[bytes]) -> None:
+        """Have the placer find these channels' owners again."""
+        self._unplaced.update(channel for channel in channels if channel in self._handlers)
+        if self._unplaced:
+            self._placing.set()
+
+    async def _place_loop(self) -> None:
+        """The placer: move channels to their owners, from a fresh slot map on a cluster."""
+        delay = self.reconnect_delay
+        while not self._closing:
+            await self._placing.wait()
+            self._placing.clear()
+            try:
+                if isinstance(self._redis, RedisCluster) and self._unplaced:
+                    await self._redis.nodes_manager.initialize()
+                for channel in list(self._unplaced):
+                    if channel in self._handlers:
+                        await self._place(channel)
+                    self._unplaced.discard(channel)
+            except UNAVAILABLE_ERRORS as error:
+                log.warning("pubsub_placing_failed", error=str(error), retry_in=delay)
+            except Exception:
+                log.exception("pubsub_placing_failed", retry_in=delay)
+            else:
+                delay = self.reconnect_delay
+                await asyncio.sleep(self.reconnect_delay)  # at most one map a delay
+                continue
+            self._placing.set()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.max_reconnect_delay)
+
+    async def _read(self, shard: _Shard) -> None:
+        """A connection's reader: connect, subscribe to its rooms, dispatch, reconnect."""
         while not self._closing:
             try:
-                await self._listen()
+                await self._listen(shard)
             except UNAVAILABLE_ERRORS as error:
-                log.warning("pubsub_lost", error=str(error), retry_in=self._delay)
+                log.warning(
+                    "pubsub_lost", node=shard.name or None, error=str(error), retry_in=shard.delay
+                )
             except Exception:
-                log.exception("pubsub_failed", retry_in=self._delay)
-            await self._drop_pubsub()
-            await asyncio.sleep(self._delay)
-            self._delay = min(self._delay * 2, self.max_reconnect_delay)
+                log.exception("pubsub_failed", node=shard.name or None, retry_in=shard.delay)
+            await self._drop_pubsub(shard)
+            if self.cluster:
+                if not shard.channels and self._shards.get(shard.name) is shard:
+                    # No room of this node lives there now (its slots may have moved).
+                    del self._shards[shard.name]
+                    with contextlib.suppress(*UNAVAILABLE_ERRORS):
+                        await shard.client.aclose()
+                    return
+                self._replace(shard.channels)  # the primary may have failed over
+            await asyncio.sleep(shard.delay)
+            shard.delay = min(shard.delay * 2, self.max_reconnect_delay)
 
-    async def _listen(self) -> None:
-        pubsub = self._pubsub_redis.pubsub()
+    async def _listen(self, shard: _Shard) -> None:
+        pubsub = shard.client.pubsub()
         try:
             await pubsub.connect()  # type: ignore[no-untyped-call]
         except BaseException:
@@ -523,35 +730,59 @@ class RedisBackend(Backend):
             raise
         # From here on subscribe() sends SSUBSCRIBE itself; the rooms wanted before are
         # subscribed below (nothing awaits in between, so none is missed).
-        self._pubsub = pubsub
-        for channel in list(self._handlers):
-            await pubsub.ssubscribe(channel)
-        self._delay = self.reconnect_delay
+        shard.pubsub = pubsub
+        for channel in list(shard.channels):
+            if channel in shard.channels:
+                await pubsub.ssubscribe(channel)
+        shard.delay = self.reconnect_delay
         loop = asyncio.get_running_loop()
         heard = pinged = loop.time()
         while not self._closing:
             # A bounded read: a quiet channel returns None here instead of tripping the
             # connection's socket_timeout, which a blocking read would.
-            message = await pubsub.get_message(timeout=self.poll_interval)
+            try:
+                message = await pubsub.get_message(timeout=self.poll_interval)
+            except MovedError as moved:
+                # An SSUBSCRIBE (or SUNSUBSCRIBE) reached a primary that lost the slot.
+                slot = moved.slot_id
+                for channel in [c for c in shard.leaving if self._slot(c) == slot]:
+                    del shard.leaving[channel]
+                self._replace(c for c in shard.channels if self._slot(c) == slot)
+                message = None
             now = loop.time()
             if message is not None:
                 heard = now
-                self._dispatch(message)
+                self._dispatch(shard, message)
             if pinged > heard and now - pinged > self.socket_timeout:
                 raise RedisTimeoutError("the pub/sub connection stopped answering")
             if now - heard >= self.ping_interval and now - pinged >= self.ping_interval:
                 await pubsub.ping()
                 pinged = now
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _slot(self, channel: bytes) -> int:
+        return self._redis.keyslot(channel) if isinstance(self._redis, RedisCluster) else 0
+
+    def _dispatch(self, shard: _Shard, message: dict[str, Any]) -> None:
         kind = message.get("type")
         channel = message.get("channel")
         if not isinstance(channel, bytes):
             return
         if kind == "ssubscribe":
-            future = self._confirmations.pop(channel, None)
-            if future is not None and not future.done():
-                future.set_result(None)
+            if self._placed.get(channel) is shard:
+                self._confirmed(channel)
+            return
+        if kind == "sunsubscribe":
+            leaving = shard.leaving.get(channel, 0)
+            if leaving > 1:
+                shard.leaving[channel] = leaving - 1
+            elif leaving:
+                del shard.leaving[channel]
+            elif channel in self._handlers and self._placed.get(channel) is shard:
+                # Redis dropped the subscription: the channel's slot moved to another node.
+                if channel in self._live:
+                    self._live.discard(channel)
+                    self._stale.add(channel)
+                self._replace([channel])
             return
         if kind != "smessage":
             return
@@ -569,8 +800,31 @@ class RedisBackend(Backend):
         except Exception:
             log.exception("event_handler_failed", room=code)
 
-    async def _drop_pubsub(self) -> None:
-        pubsub, self._pubsub = self._pubsub, None
+    def _confirmed(self, channel: bytes) -> None:
+        """Redis confirmed a subscription: wake subscribe(), and resync a room made again."""
+        future = self._confirmations.pop(channel, None)
+        if future is not None and not future.done():
+            future.set_result(None)
+        entry = self._handlers.get(channel)
+        if entry is None:
+            return
+        self._live.add(channel)
+        if channel not in self._stale:
+            return
+        self._stale.discard(channel)
+        resync = self._resync
+        if resync is not None:
+            try:
+                resync([entry[0]])
+            except Exception:
+                log.exception("resync_handler_failed", room=entry[0])
+
+    async def _drop_pubsub(self, shard: _Shard) -> None:
+        pubsub, shard.pubsub = shard.pubsub, None
+        shard.leaving.clear()
+        for channel in shard.channels & self._live:
+            self._live.discard(channel)
+            self._stale.add(channel)
         if pubsub is not None:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]

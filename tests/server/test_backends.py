@@ -400,6 +400,44 @@ async def test_the_reader_subscribes_again_after_redis_restarts(
     assert await backend.ready()
 
 
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_rooms_subscribed_again_are_handed_to_the_resync_handler(
+    redis_server: RedisServer, backend: Backend, peer: Backend
+) -> None:
+    """Events published while the reader was away are lost: the node is told which rooms."""
+    resynced: list[str] = []
+    backend.set_resync_handler(resynced.extend)
+    heard = Recorder()
+    for code in (CODE, "OTHER234", "GONE2345"):
+        await backend.subscribe(code, heard)
+    await backend.unsubscribe("GONE2345")
+    await peer.publish(CODE, {"type": "members", "seq": 1})
+    await wait_for(lambda: heard.events)
+    assert resynced == [], "a first subscription loses nothing"
+    redis_server.restart()
+    await wait_for(lambda: len(resynced) >= 2)
+    assert sorted(resynced) == sorted([CODE, "OTHER234"])
+    # Told before the room's next event reaches the handler, so a snapshot comes first.
+    async with asyncio.timeout(TIMEOUT):
+        while len(heard.events) < 2:
+            with contextlib.suppress(BackendUnavailable):
+                await peer.publish(CODE, {"type": "members", "seq": 2})
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)
+    assert sorted(resynced) == sorted([CODE, "OTHER234"]), "each room once"
+
+
+@pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+async def test_the_embedded_backend_never_loses_an_event_to_resync(backend: Backend) -> None:
+    resynced: list[str] = []
+    backend.set_resync_handler(resynced.extend)
+    heard = Recorder()
+    await backend.subscribe(CODE, heard)
+    await backend.publish(CODE, {"type": "members", "seq": 1})
+    await wait_for(lambda: heard.events)
+    assert resynced == []
+
+
 async def test_a_quiet_channel_outlasting_the_socket_timeout_keeps_its_connection(
     redis_server: RedisServer,
 ) -> None:
@@ -411,12 +449,12 @@ async def test_a_quiet_channel_outlasting_the_socket_timeout_keeps_its_connectio
     try:
         heard = Recorder()
         await quiet.subscribe(CODE, heard)
-        connection = quiet._pubsub
+        connection = quiet._shards[""].pubsub
         assert connection is not None
         await asyncio.sleep(1.5)
         await talker.publish(CODE, {"type": "members", "seq": 1})
         await wait_for(lambda: heard.events)
-        assert quiet._pubsub is connection, "the reader never reconnected"
+        assert quiet._shards[""].pubsub is connection, "the reader never reconnected"
     finally:
         await quiet.close()
         await talker.close()
