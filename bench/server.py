@@ -1,0 +1,958 @@
+"""Server benchmark: solrace next to a bare websockets echo server, driven by one harness.
+
+Four phases, each on a fresh server process (pinned to one core; the harness pinned to
+another when the machine has two):
+
+``echo load``     ``--players`` connections send a frame the size of a move request and
+                  wait for it to come back, over and over (closed loop).
+``solrace load``  the same number of players in ``--rooms`` rooms race (countdown 0, undo
+                  on): each sends a move (``d``, then ``u``, then ``d``... which stays
+                  legal for ever), waits for its ack, repeats. Every player also reads the
+                  room's ``progress`` events; they count as received frames, not replies.
+                  A deal that leaves nothing but draws makes every player ``stuck`` at
+                  once and ends the race; the room's host then asks for a rematch.
+``echo idle``     ``--idle`` connections each exchange one hello-sized frame, then idle.
+``solrace idle``  ``--idle`` players say hello and join rooms of the same size, then idle.
+
+Load phases warm up, then count round trips and time each one for ``--seconds``; they
+also read the server's CPU time from /proc, so each rate is given twice: per second of
+wall clock, and per CPU-second of the server (the rate a whole core would give, which
+holds still when other work shares the machine). Idle phases read the server's VmRSS
+from /proc before connecting and after settling.
+
+The harness speaks just enough websocket by hand (binary frames masked with a zero key,
+ping, close) on ``asyncio.Protocol`` connections, with msgpack payloads, so that a
+harness core can keep up with a server core. Every address is loopback; the solrace
+server is configured like ``solrace serve`` on the embedded backend, except that the
+per-connection rate limit is lifted (a closed loop would otherwise measure the
+limiter's policy, not the server).
+
+A readable table and progress lines go to stderr; the last line of stdout holds the
+headline figures as ``key=value`` pairs.
+
+    python3 bench/server.py [--players 1000] [--rooms 250] [--seconds 10] [--idle 5000]
+
+``--push-reference`` adds a load phase on a third server that plays no game but sends
+what solrace sends per move: an ack with a real player view, and a ``progress`` frame to
+each connection of its room. It tells the cost of the frames apart from the rest.
+
+``--profile FILE`` also records a cProfile (CPU time) of the solrace server during the
+load window (slower; its figures are then not comparable) and prints the top entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import os
+import resource
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+HOST = "127.0.0.1"
+SUBPROTOCOL = "solrace.v1.msgpack"
+REQUEST_TIMEOUT = 30.0
+SETUP_CONCURRENCY = 64  # rooms (or echo connections) being set up at once
+IDLE_SETTLE_S = 2.0
+TARGETS = {"moves_ratio": (">=", 0.8), "p50_ratio": ("<=", 1.25), "kib_per_idle": ("<=", 40.0)}
+# Frames that answer a request; the echo server's replies are the requests themselves.
+REPLY_TYPES = frozenset({"ack", "error", "welcome", "room", "ok", "pong", "move", "hello"})
+# Refusals that mean the player's race (or game) ended; the room's host then deals again.
+RACE_ENDED = frozenset({"race_over", "game_over", "race_not_started", "stale_revision"})
+
+
+def progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every process on the machine has used (all cores), from /proc/stat."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def raise_nofile() -> None:
+    """Lift the open-files soft limit to the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        target = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+# -- the server process ----------------------------------------------------------------
+
+
+async def _echo(ws: Any) -> None:
+    async for message in ws:
+        await ws.send(message)
+
+
+def _push_handler(size: int, variant: str) -> Callable[[Any], Any]:
+    """The push reference: no game, but solrace's frames, ack and progress fan-out.
+
+    Connections are grouped by arrival into rooms of ``size``. Each request is answered
+    with an ack carrying a real player view (with its legal moves), then a real
+    ``progress`` frame goes to every connection of the group, as solrace does per move.
+    """
+    from websockets.asyncio.server import broadcast
+
+    from solrace.engine import new_game, parse_move, player_view
+    from solrace.protocol import Ack, MsgpackCodec, Progress
+    from solrace.server.identity import new_player_id
+
+    codec = MsgpackCodec()
+    game = new_game(variant, 1)
+    game.apply(parse_move("d"))
+    view = player_view(game, legal=True)
+    event = Progress("ABCDEFGH", 1, new_player_id(), game.banked, 1, "playing", 1234)
+    progress_frame = codec.encode(event)
+    groups: list[set[Any]] = []
+
+    async def handler(ws: Any) -> None:
+        if not groups or len(groups[-1]) >= size:
+            groups.append(set())
+        group = groups[-1]
+        group.add(ws)
+        try:
+            async for message in ws:
+                request = codec.loads(message)
+                await ws.send(codec.encode(Ack(request["id"], request["rev"] + 1, "d", view)))
+                broadcast(group, progress_frame)
+        finally:
+            group.discard(ws)
+
+    return handler
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    from websockets.asyncio.server import serve
+
+    from solrace.protocol import Limits
+    from solrace.server import Node, ServerConfig, SolraceServer, make_backend
+    from solrace.server.logs import configure_logging
+
+    kind, data_dir, profile_path = args.serve, args.data_dir, args.profile
+    # Same websocket settings as SolraceServer.start, so only the application differs.
+    defaults = ServerConfig()
+    close: Callable[[], Any]
+    if kind in ("echo", "push"):
+        handler = (
+            _echo if kind == "echo" else _push_handler(args.players // args.rooms, args.variant)
+        )
+        server = await serve(
+            handler,
+            HOST,
+            0,
+            compression=None,
+            max_size=defaults.limits.max_frame_bytes,
+            max_queue=32,
+            ping_interval=defaults.ping_interval_s,
+            server_header=kind,
+        )
+        port = int(next(iter(server.sockets)).getsockname()[1])
+
+        async def close() -> None:
+            server.close(close_connections=True)
+            await server.wait_closed()
+
+    else:
+        configure_logging("json")
+        config = ServerConfig(
+            host=HOST,
+            port=0,
+            data_dir=data_dir,
+            limits=Limits(messages_per_second=1e9, burst=1 << 30),
+        )
+        solrace = SolraceServer(Node(make_backend(config), config), config)
+        await solrace.start()
+        port = solrace.port
+        close = solrace.close
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    if profile_path:
+        import cProfile
+
+        profiler = cProfile.Profile(time.process_time)
+        loop.add_signal_handler(signal.SIGUSR1, profiler.enable)
+
+        def dump() -> None:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
+
+        loop.add_signal_handler(signal.SIGUSR2, dump)
+    print(f"port {port}", flush=True)
+    await stop.wait()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(close(), 5.0)
+
+
+def serve_main(args: argparse.Namespace) -> None:
+    """Run one server until SIGTERM, printing ``port N`` on stdout once listening."""
+    raise_nofile()
+    asyncio.run(_serve(args))
+
+
+@dataclass
+class ServerProcess:
+    """A server child process: its pid, port and resource readings."""
+
+    kind: str
+    proc: asyncio.subprocess.Process
+    port: int
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def rss_kib(self) -> int:
+        """VmRSS from /proc, in KiB."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS line")
+
+    def cpu_s(self) -> float:
+        """User plus system CPU seconds so far."""
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10.0)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+async def start_server(
+    kind: str, args: argparse.Namespace, workdir: Path, profile_path: str | None = None
+) -> ServerProcess:
+    cpu = args.server_cpu
+    data_dir = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir))
+    log_path = data_dir / "server.log"
+    command = [sys.executable, str(Path(__file__).resolve()), "--serve", kind]
+    command += ["--data-dir", str(data_dir), "--players", str(args.players)]
+    command += ["--rooms", str(args.rooms), "--variant", args.variant]
+    if profile_path:
+        command += ["--profile", profile_path]
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            *command, stdout=asyncio.subprocess.PIPE, stderr=log
+        )
+    if cpu is not None:
+        os.sched_setaffinity(proc.pid, {cpu})
+    assert proc.stdout is not None
+    try:
+        line = await asyncio.wait_for(proc.stdout.readline(), 30.0)
+    except TimeoutError:
+        line = b""
+    if not line.startswith(b"port "):
+        proc.kill()
+        await proc.wait()
+        tail = log_path.read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"the {kind} server did not start:\n{tail}")
+    return ServerProcess(kind, proc, int(line.split()[1]), log_path)
+
+
+# -- the harness ---------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    """Counters shared by every connection of one phase."""
+
+    running: bool = False
+    recording: bool = False
+    replies: int = 0
+    events: int = 0
+    frames_in: int = 0
+    bytes_in: int = 0
+    errors: int = 0
+    races_ended: int = 0
+    error_samples: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def error(self, text: str) -> None:
+        self.errors += 1
+        if len(self.error_samples) < 5:
+            self.error_samples.append(text)
+
+
+def _frame(payload: bytes, opcode: int = 0x2) -> bytes:
+    """A client frame: FIN, masked with a zero key (the payload then goes as is)."""
+    n = len(payload)
+    if n < 126:
+        header = bytes((0x80 | opcode, 0x80 | n))
+    elif n < 65536:
+        header = bytes((0x80 | opcode, 0x80 | 126)) + n.to_bytes(2, "big")
+    else:
+        header = bytes((0x80 | opcode, 0x80 | 127)) + n.to_bytes(8, "big")
+    return header + b"\0\0\0\0" + payload
+
+
+class WsClient(asyncio.Protocol):
+    """One websocket connection, driven by callbacks so the harness stays cheap.
+
+    Replies are matched to requests by id: the closed loop's move (``loop_id``) or the
+    one awaited request (``waiter``). Anything without an id is a room event.
+    """
+
+    def __init__(self, stats: Stats, port: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.stats = stats
+        self.port = port
+        self.transport: asyncio.Transport | None = None
+        self.opened: asyncio.Future[None] = loop.create_future()
+        self.started: asyncio.Future[None] = loop.create_future()
+        self.waiter: asyncio.Future[dict[str, Any]] | None = None
+        self.waiter_id = -1
+        self.upgraded = False
+        self.buffer = bytearray()
+        self.ids = 0
+        self.rev = 0
+        self.sent_at = 0.0
+        self.looping = False
+        self.loop_id: int | None = None  # the move in flight, if any
+        self.restart = False  # a new race began while a move was in flight
+        self.host = False
+
+    # transport events
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        key = base64.b64encode(os.urandom(16)).decode()
+        transport.write(
+            (
+                f"GET / HTTP/1.1\r\nHost: {HOST}:{self.port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n"
+            ).encode()
+        )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for future in (self.opened, self.started):
+            future.cancel()
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("connection closed"))
+        if self.looping and self.stats.running:
+            self.stats.error("connection lost while racing")
+        self.looping = False
+        self.loop_id = None
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buffer
+        buf += data
+        if not self.upgraded:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            status = bytes(buf[:end]).split(b"\r\n", 1)[0]
+            del buf[: end + 4]
+            if b" 101 " not in status:
+                self.opened.set_exception(ConnectionError(status.decode(errors="replace")))
+                assert self.transport is not None
+                self.transport.close()
+                return
+            self.upgraded = True
+            self.opened.set_result(None)
+        pos, size = 0, len(buf)
+        while size - pos >= 2:
+            length = buf[pos + 1] & 0x7F
+            start = pos + 2
+            if length == 126:
+                if size - pos < 4:
+                    break
+                length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
+                start = pos + 4
+            elif length == 127:
+                if size - pos < 10:
+                    break
+                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
+                start = pos + 10
+            end = start + length
+            if end > size:
+                break
+            opcode = buf[pos] & 0x0F
+            payload = bytes(buf[start:end])
+            pos = end
+            if opcode == 0x2:
+                self._message(payload)
+            elif opcode == 0x9 and self.transport is not None:
+                self.transport.write(_frame(payload, 0xA))
+            elif opcode == 0x8 and self.transport is not None:
+                self.transport.close()
+                break
+        del buf[:pos]
+
+    # messages
+
+    def _message(self, payload: bytes) -> None:
+        stats = self.stats
+        stats.frames_in += 1
+        stats.bytes_in += len(payload)
+        message = msgpack.unpackb(payload)
+        kind = message.get("type")
+        request_id = message.get("id")
+        if kind in REPLY_TYPES and request_id is not None:
+            if request_id == self.loop_id:
+                self.loop_id = None
+                self._looped_reply(kind, message)
+            elif request_id == self.waiter_id and self.waiter is not None:
+                waiter, self.waiter = self.waiter, None
+                if not waiter.done():
+                    waiter.set_result(message)
+            return
+        stats.events += 1
+        if kind == "race_started":
+            self.rev = message.get("rev", 0)
+            if not self.started.done():
+                self.started.set_result(None)
+            if self.looping and stats.running:
+                if self.loop_id is None:
+                    self._fire()
+                else:
+                    self.restart = True
+        elif kind == "race_over" and self.host and self.looping and stats.running:
+            # Every player is done (a deal can leave no move but draws): deal again.
+            task = asyncio.ensure_future(self._rematch())
+            stats.tasks.add(task)
+            task.add_done_callback(stats.tasks.discard)
+
+    def send(self, data: dict[str, Any]) -> None:
+        assert self.transport is not None
+        self.transport.write(_frame(msgpack.packb(data)))
+
+    async def request(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Send a request and wait for the frame that answers it."""
+        self.ids += 1
+        data["id"] = self.waiter_id = self.ids
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.send(data)
+        return await asyncio.wait_for(self.waiter, REQUEST_TIMEOUT)
+
+    async def _rematch(self) -> None:
+        try:
+            _expect(await self.request({"type": "rematch"}), "ok")
+            _expect(await self.request({"type": "start"}), "ok")
+        except (RuntimeError, TimeoutError, ConnectionError) as error:
+            if self.stats.running:
+                self.stats.error(f"rematch failed: {error}")
+
+    # the closed loop
+
+    def begin_loop(self) -> None:
+        self.looping = True
+        self._fire()
+
+    def _fire(self) -> None:
+        self.ids += 1
+        self.loop_id = request_id = self.ids
+        move = "d" if self.rev % 2 == 0 else "u"
+        payload = msgpack.packb({"type": "move", "id": request_id, "move": move, "rev": self.rev})
+        assert self.transport is not None
+        self.sent_at = time.perf_counter()
+        self.transport.write(_frame(payload))
+
+    def _looped_reply(self, kind: str, message: dict[str, Any]) -> None:
+        stats = self.stats
+        restart, self.restart = self.restart, False
+        if kind == "ack" or kind == "move":  # an echo server returns the move itself
+            now = time.perf_counter()
+            stats.replies += 1
+            if stats.recording:
+                stats.latencies.append(now - self.sent_at)
+            self.rev = message["rev"] if kind == "ack" else self.rev + 1
+        elif kind == "error" and message.get("code") in RACE_ENDED:
+            stats.races_ended += 1
+            if not restart:
+                return  # wait for the next race_started
+        else:
+            stats.error(f"{message.get('code')}: {message.get('message')}")
+            self.looping = False
+            return
+        if stats.running:
+            self._fire()
+        else:
+            self.looping = False
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+async def connect(stats: Stats, port: int) -> WsClient:
+    loop = asyncio.get_running_loop()
+    _, client = await loop.create_connection(lambda: WsClient(stats, port), HOST, port)
+    await asyncio.wait_for(client.opened, REQUEST_TIMEOUT)
+    return client
+
+
+def _expect(reply: dict[str, Any], kind: str) -> dict[str, Any]:
+    if reply.get("type") != kind:
+        raise RuntimeError(f"expected {kind!r}, got {reply!r}")
+    return reply
+
+
+async def setup_room(
+    index: int, size: int, port: int, stats: Stats, variant: str, start: bool
+) -> list[WsClient]:
+    """One solrace room: a host creates it, the others join, the host may start the race."""
+    clients: list[WsClient] = []
+    for seat in range(size):
+        client = await connect(stats, port)
+        clients.append(client)
+        _expect(await client.request({"type": "hello", "name": f"p{index}-{seat}"}), "welcome")
+        if seat == 0:
+            client.host = True
+            reply = await client.request(
+                {"type": "create_room", "variant": variant, "max_players": size, "countdown": 0}
+            )
+            code = _expect(reply, "room")["room"]["code"]
+        else:
+            _expect(await client.request({"type": "join_room", "code": code}), "room")
+    if start:
+        _expect(await clients[0].request({"type": "start"}), "ok")
+        await asyncio.wait_for(asyncio.gather(*(c.started for c in clients)), REQUEST_TIMEOUT)
+    return clients
+
+
+async def setup_echo(index: int, port: int, stats: Stats, hello: bool) -> list[WsClient]:
+    client = await connect(stats, port)
+    if hello:
+        _expect(await client.request({"type": "hello", "name": f"p{index}"}), "hello")
+    return [client]
+
+
+async def populate(
+    kind: str, players: int, size: int, port: int, stats: Stats, variant: str, start: bool
+) -> list[WsClient]:
+    """Connect ``players`` clients (in rooms of ``size`` for solrace), a few at a time."""
+    gate = asyncio.Semaphore(SETUP_CONCURRENCY)
+    clients: list[WsClient] = []
+    started = time.perf_counter()
+    next_report = started + 1.0
+
+    async def one(index: int) -> None:
+        nonlocal next_report
+        async with gate:
+            if kind != "solrace":
+                group = await setup_echo(index, port, stats, hello=not start)
+            else:
+                group = await setup_room(index, size, port, stats, variant, start)
+        clients.extend(group)
+        now = time.perf_counter()
+        if now >= next_report:
+            next_report = now + 1.0
+            progress(f"  {kind}: {len(clients):,}/{players:,} connected")
+
+    groups = players if kind != "solrace" else players // size
+    await asyncio.gather(*(one(i) for i in range(groups)))
+    progress(
+        f"  {kind}: {len(clients):,} connected and set up in {time.perf_counter() - started:.1f} s"
+    )
+    return clients
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+@dataclass
+class LoadResult:
+    kind: str
+    clients: int
+    seconds: float
+    replies: int
+    events: int
+    frames_in: int
+    bytes_in: int
+    errors: int
+    refused: int
+    p50_ms: float
+    p99_ms: float
+    server_cpu: float
+    harness_cpu: float
+    other_cpu: float
+
+    @property
+    def per_s(self) -> float:
+        return self.replies / self.seconds
+
+    @property
+    def per_cpu_s(self) -> float:
+        """Round trips per CPU-second of the server: the rate one whole core would give."""
+        return self.replies / (self.server_cpu * self.seconds) if self.server_cpu else 0.0
+
+    @property
+    def frames_in_per_s(self) -> float:
+        return self.frames_in / self.seconds
+
+
+@dataclass
+class IdleResult:
+    kind: str
+    clients: int
+    before_kib: int
+    after_kib: int
+
+    @property
+    def kib_per_client(self) -> float:
+        return (self.after_kib - self.before_kib) / self.clients
+
+
+async def close_all(clients: list[WsClient]) -> None:
+    for client in clients:
+        client.close()
+    await asyncio.sleep(0.2)
+
+
+async def load_phase(kind: str, args: argparse.Namespace, workdir: Path) -> LoadResult:
+    progress(
+        f"{kind} load: {args.players:,} players"
+        + (f" in {args.rooms} rooms" if kind != "echo" else "")
+    )
+    profile = args.profile if kind == "solrace" else None
+    server = await start_server(kind, args, workdir, profile)
+    progress(f"  {kind}: server pid {server.pid}")
+    stats = Stats()
+    clients: list[WsClient] = []
+    try:
+        size = args.players // args.rooms
+        clients = await populate(kind, args.players, size, server.port, stats, args.variant, True)
+        stats.running = True
+        for client in clients:
+            client.begin_loop()
+        warmup = min(2.0, max(0.5, args.seconds / 4))
+        await asyncio.sleep(warmup)
+        if stats.errors:
+            raise RuntimeError(f"errors while warming up: {stats.error_samples}")
+        if profile:
+            server.signal(signal.SIGUSR1)
+        base = (
+            stats.replies,
+            stats.events,
+            stats.frames_in,
+            stats.bytes_in,
+            stats.errors,
+            stats.races_ended,
+        )
+        busy0 = machine_busy_s()
+        cpu0, harness0, wall0 = server.cpu_s(), time.process_time(), time.perf_counter()
+        stats.recording = True
+        last, last_t = stats.replies, wall0
+        deadline = wall0 + args.seconds
+        while (now := time.perf_counter()) < deadline:
+            await asyncio.sleep(min(1.0, deadline - now))
+            t = time.perf_counter()
+            rate = (stats.replies - last) / (t - last_t)
+            progress(f"  {kind}: {t - wall0:4.1f}/{args.seconds:g} s  {rate:10,.0f} round trips/s")
+            last, last_t = stats.replies, t
+        stats.recording = False
+        wall = time.perf_counter() - wall0
+        cpu, harness = server.cpu_s() - cpu0, time.process_time() - harness0
+        others = max(0.0, machine_busy_s() - busy0 - cpu - harness)
+        counts = (
+            stats.replies,
+            stats.events,
+            stats.frames_in,
+            stats.bytes_in,
+            stats.errors,
+            stats.races_ended,
+        )
+        delta = [b - a for a, b in zip(base, counts, strict=True)]
+        if profile:
+            server.signal(signal.SIGUSR2)
+        stats.running = False
+        drain_until = time.perf_counter() + REQUEST_TIMEOUT
+        while (waiting := sum(c.loop_id is not None for c in clients)) and (
+            time.perf_counter() < drain_until
+        ):
+            await asyncio.sleep(0.05)
+        if waiting:
+            progress(f"  {kind}: {waiting} connections still waiting for a reply")
+        latencies = sorted(stats.latencies)
+        for sample in stats.error_samples:
+            progress(f"  {kind} error: {sample}")
+        return LoadResult(
+            kind,
+            len(clients),
+            wall,
+            delta[0],
+            delta[1],
+            delta[2],
+            delta[3],
+            delta[4],
+            delta[5],
+            percentile(latencies, 0.50) * 1000,
+            percentile(latencies, 0.99) * 1000,
+            cpu / wall,
+            harness / wall,
+            others / wall,
+        )
+    finally:
+        for task in stats.tasks:
+            task.cancel()
+        await close_all(clients)
+        await server.stop()
+
+
+async def idle_phase(kind: str, args: argparse.Namespace, workdir: Path) -> IdleResult:
+    progress(f"{kind} idle: {args.idle:,} connections")
+    server = await start_server(kind, args, workdir)
+    stats = Stats()
+    clients: list[WsClient] = []
+    try:
+        await asyncio.sleep(0.5)
+        before = server.rss_kib()
+        size = args.players // args.rooms
+        clients = await populate(kind, args.idle, size, server.port, stats, args.variant, False)
+        await asyncio.sleep(IDLE_SETTLE_S)
+        after = server.rss_kib()
+        result = IdleResult(kind, len(clients), before, after)
+        progress(
+            f"  {kind}: VmRSS {before / 1024:.1f} MiB -> {after / 1024:.1f} MiB, "
+            f"{result.kib_per_client:.1f} KiB per connection"
+        )
+        return result
+    finally:
+        await close_all(clients)
+        await server.stop()
+
+
+def print_profile(path: str) -> None:
+    import io
+    import pstats
+
+    for order in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(path, stream=out).sort_stats(order).print_stats(25)
+        progress(f"\nsolrace server profile, by {order}:\n{out.getvalue()}")
+
+
+def report(
+    echo: LoadResult, solrace: LoadResult, echo_idle: IdleResult, solrace_idle: IdleResult
+) -> dict[str, float]:
+    figures = {
+        "moves_ratio": solrace.per_s / echo.per_s,
+        "p50_ratio": solrace.p50_ms / echo.p50_ms,
+        "kib_per_idle": solrace_idle.kib_per_client,
+    }
+    rows = [
+        (
+            "round trips/s",
+            f"{echo.per_s:,.0f}",
+            f"{solrace.per_s:,.0f}",
+            figures["moves_ratio"],
+            "moves_ratio",
+        ),
+        (
+            "round trips/server CPU-s",
+            f"{echo.per_cpu_s:,.0f}",
+            f"{solrace.per_cpu_s:,.0f}",
+            solrace.per_cpu_s / echo.per_cpu_s,
+            "",
+        ),
+        (
+            "p50 round trip, ms",
+            f"{echo.p50_ms:.2f}",
+            f"{solrace.p50_ms:.2f}",
+            figures["p50_ratio"],
+            "p50_ratio",
+        ),
+        (
+            "p99 round trip, ms",
+            f"{echo.p99_ms:.2f}",
+            f"{solrace.p99_ms:.2f}",
+            solrace.p99_ms / echo.p99_ms,
+            "",
+        ),
+        (
+            "frames in/s (harness)",
+            f"{echo.frames_in_per_s:,.0f}",
+            f"{solrace.frames_in_per_s:,.0f}",
+            solrace.frames_in_per_s / echo.frames_in_per_s,
+            "",
+        ),
+        (
+            "  of which events/s",
+            f"{echo.events / echo.seconds:,.0f}",
+            f"{solrace.events / solrace.seconds:,.0f}",
+            None,
+            "",
+        ),
+        (
+            "bytes in/s (payload)",
+            f"{echo.bytes_in / echo.seconds:,.0f}",
+            f"{solrace.bytes_in / solrace.seconds:,.0f}",
+            None,
+            "",
+        ),
+        (
+            "server CPU (1 = one core)",
+            f"{echo.server_cpu:.2f}",
+            f"{solrace.server_cpu:.2f}",
+            None,
+            "",
+        ),
+        ("harness CPU", f"{echo.harness_cpu:.2f}", f"{solrace.harness_cpu:.2f}", None, ""),
+        ("other processes' CPU", f"{echo.other_cpu:.2f}", f"{solrace.other_cpu:.2f}", None, ""),
+        ("errors", f"{echo.errors}", f"{solrace.errors}", None, ""),
+        ("moves refused: race over", "", f"{solrace.refused}", None, ""),
+        (
+            f"KiB per idle conn ({echo_idle.clients:,})",
+            f"{echo_idle.kib_per_client:.1f}",
+            f"{solrace_idle.kib_per_client:.1f}",
+            solrace_idle.kib_per_client / echo_idle.kib_per_client,
+            "kib_per_idle",
+        ),
+    ]
+    lines = [f"{'':28} {'echo':>12} {'solrace':>12} {'ratio':>8}  target"]
+    for label, a, b, ratio, target in rows:
+        ratio_text = "" if ratio is None else f"{ratio:.2f}"
+        target_text = ""
+        if target:
+            op, bound = TARGETS[target]
+            value = figures[target]
+            met = value >= bound if op == ">=" else value <= bound
+            target_text = f"{target} {op} {bound:g}: {'met' if met else 'MISSED'}"
+        lines.append(f"{label:28} {a:>12} {b:>12} {ratio_text:>8}  {target_text}")
+    progress("\n" + "\n".join(lines))
+    return figures
+
+
+async def run(args: argparse.Namespace) -> str:
+    cpus = sorted(os.sched_getaffinity(0))
+    args.server_cpu = None
+    if len(cpus) >= 2:
+        args.server_cpu = cpus[0]
+        os.sched_setaffinity(0, {cpus[1]})
+        progress(f"server pinned to CPU {cpus[0]}, harness to CPU {cpus[1]}")
+    busy0 = machine_busy_s()
+    await asyncio.sleep(1.0)
+    busy = machine_busy_s() - busy0
+    progress(f"other processes use {busy:.2f} cores before the run")
+    if busy > 0.2:
+        progress("  the machine is busy: rates and latencies will be low and noisy")
+    with tempfile.TemporaryDirectory(prefix="solrace-bench-") as tmp:
+        workdir = Path(tmp)
+        echo = await load_phase("echo", args, workdir)
+        solrace = await load_phase("solrace", args, workdir)
+        push = await load_phase("push", args, workdir) if args.push_reference else None
+        echo_idle = await idle_phase("echo", args, workdir)
+        solrace_idle = await idle_phase("solrace", args, workdir)
+    figures = report(echo, solrace, echo_idle, solrace_idle)
+    if push is not None:
+        progress(
+            f"push reference (acks and progress frames, no game): {push.per_s:,.0f}/s, "
+            f"{push.per_cpu_s:,.0f} per server CPU-s, {push.per_cpu_s / echo.per_cpu_s:.2f} "
+            f"of echo's; solrace does {solrace.per_cpu_s / push.per_cpu_s:.2f} of it"
+        )
+    if args.profile:
+        print_profile(args.profile)
+    met = all(
+        (figures[k] >= bound if op == ">=" else figures[k] <= bound)
+        for k, (op, bound) in TARGETS.items()
+    )
+    pairs = {
+        "moves_ratio": f"{figures['moves_ratio']:.3f}",
+        "p50_ratio": f"{figures['p50_ratio']:.3f}",
+        "kib_per_idle": f"{figures['kib_per_idle']:.1f}",
+        "echo_msgs_per_s": f"{echo.per_s:.0f}",
+        "solrace_moves_per_s": f"{solrace.per_s:.0f}",
+        "echo_p50_ms": f"{echo.p50_ms:.2f}",
+        "echo_p99_ms": f"{echo.p99_ms:.2f}",
+        "solrace_p50_ms": f"{solrace.p50_ms:.2f}",
+        "solrace_p99_ms": f"{solrace.p99_ms:.2f}",
+        "echo_kib_per_idle": f"{echo_idle.kib_per_client:.1f}",
+        "moves_ratio_cpu": f"{solrace.per_cpu_s / echo.per_cpu_s:.3f}",
+        "echo_per_server_cpu_s": f"{echo.per_cpu_s:.0f}",
+        "solrace_per_server_cpu_s": f"{solrace.per_cpu_s:.0f}",
+        "server_cpu": f"{min(echo.server_cpu, solrace.server_cpu):.2f}",
+        "other_cpu": f"{max(echo.other_cpu, solrace.other_cpu):.2f}",
+        "solrace_events_per_s": f"{solrace.events / solrace.seconds:.0f}",
+        "errors": str(echo.errors + solrace.errors),
+        "players": str(args.players),
+        "rooms": str(args.rooms),
+        "idle": str(args.idle),
+        "seconds": f"{args.seconds:g}",
+        "targets_met": "yes" if met else "no",
+    }
+    if push is not None:
+        pairs["push_msgs_per_s"] = f"{push.per_s:.0f}"
+        pairs["push_per_server_cpu_s"] = f"{push.per_cpu_s:.0f}"
+        pairs["push_ratio_cpu"] = f"{push.per_cpu_s / echo.per_cpu_s:.3f}"
+    return " ".join(f"{k}={v}" for k, v in pairs.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--players", type=int, default=1000, help="players in the load phases")
+    parser.add_argument("--rooms", type=int, default=250, help="rooms the players race in")
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="measured seconds per load phase"
+    )
+    parser.add_argument("--idle", type=int, default=5000, help="connections in the idle phases")
+    parser.add_argument("--variant", default="canfield", help="a game with a stock (canfield)")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="cProfile the solrace load window into FILE"
+    )
+    parser.add_argument(
+        "--push-reference",
+        action="store_true",
+        help="also run a server that sends solrace's acks and progress frames without a game",
+    )
+    parser.add_argument("--serve", choices=("echo", "solrace", "push"), help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        args.data_dir = args.data_dir or Path(tempfile.mkdtemp())
+        serve_main(args)
+        return 0
+    from solrace.engine import VARIANTS, new_game
+
+    if args.variant not in VARIANTS or not new_game(args.variant, 1).has_stock:
+        parser.error("--variant: a game with a stock, so that draw and undo stay legal")
+    if args.rooms < 1 or args.players < args.rooms or args.players % args.rooms:
+        parser.error("--players must be a positive multiple of --rooms")
+    if args.idle % (args.players // args.rooms):
+        parser.error("--idle must be a multiple of the room size (--players / --rooms)")
+    if args.seconds <= 0 or args.seconds > 600:
+        parser.error("--seconds: more than 0, at most 600")
+    raise_nofile()
+    line = asyncio.run(run(args))
+    print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
