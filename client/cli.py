@@ -31,6 +31,14 @@ def register(subparsers: Any) -> None:
     play.add_argument("--no-undo", action="store_true", help="turn undo off in the new room")
     play.add_argument("--no-color", action="store_true", help="no ANSI colours")
     play.set_defaults(func=_play)
+    daily: argparse.ArgumentParser = subparsers.add_parser(
+        "daily", help="play today's daily deal, then see the leaderboard"
+    )
+    daily.add_argument("variant", choices=sorted(VARIANTS))
+    daily.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+    daily.add_argument("--name", default=None, help="display name (your login name)")
+    daily.add_argument("--no-color", action="store_true", help="no ANSI colours")
+    daily.set_defaults(func=_daily)
     watch: argparse.ArgumentParser = subparsers.add_parser(
         "watch", help="watch a room as a spectator"
     )
@@ -74,3 +82,13 @@ def _watch(args: argparse.Namespace) -> int:
 
     color = _color(args)
     return asyncio.run(watch(args.url, args.code, StdConsole(color), name=args.name, color=color))
+
+
+def _daily(args: argparse.Namespace) -> int:
+    from .terminal import StdConsole, daily
+
+    color = _color(args)
+    name = args.name or getpass.getuser()
+    return asyncio.run(
+        daily(args.url, StdConsole(color), name=name, variant=args.variant, color=color)
+    )

@@ -26,6 +26,7 @@ from ..protocol import (
     MSGPACK_SUBPROTOCOL,
     Codec,
     CreateRoom,
+    GetLeaderboard,
     Hello,
     JoinRoom,
     LeaveRoom,
@@ -35,6 +36,7 @@ from ..protocol import (
     Request,
     Resign,
     SetReady,
+    StartDaily,
     StartRace,
     Sync,
     codec_for,
@@ -103,6 +105,7 @@ class Client:
         self._connected = asyncio.Event()
         self._failure: BaseException | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._spectating: str | None = None
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -207,7 +210,7 @@ class Client:
         delay = 0.05
         while not self._closing:
             try:
-                await self._open()
+                welcome = await self._open()
             except (OSError, InvalidHandshake, ConnectionClosed, TimeoutError):
                 if loop.time() + delay > deadline:
                     break
@@ -222,6 +225,11 @@ class Client:
             assert self._ws is not None
             for pending in list(self._pending.values()):
                 await self._ws.send(self.codec.encode_request(pending.request))
+            if self._spectating is not None and welcome.get("room") is None:
+                # A spectator leaves its room when its connection drops: join it again.
+                task = asyncio.ensure_future(self._rejoin(self._spectating))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             return True
         self._fail_all(ClientClosed("could not resume the connection"))
         self._events.put_nowait({"type": "closed", "code": None})
@@ -332,12 +340,19 @@ class Client:
         """Join a room by code as ``player`` or ``spectator``; return its snapshot."""
         reply = await self.request(JoinRoom(self._id(), code, role))
         room: dict[str, Any] = reply["room"]
+        self._spectating = room["code"] if role == "spectator" else None
         return room
+
+    async def _rejoin(self, code: str) -> None:
+        with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+            await self.join(code, "spectator")
+            self._events.put_nowait({"type": "room", "id": None, "room": self.room})
 
     async def leave(self) -> None:
         """Leave the room."""
         await self.request(LeaveRoom(self._id()))
         self.room = None
+        self._spectating = None
 
     async def ready(self, ready: bool = True) -> None:
         """Say this player is (or is not) ready."""
@@ -368,6 +383,20 @@ class Client:
         reply = await self.request(Sync(self._id()))
         room: dict[str, Any] = reply["room"]
         return room
+
+    async def daily(self, variant: str) -> dict[str, Any]:
+        """Start (or resume) today's attempt at the daily deal; return the room snapshot."""
+        reply = await self.request(StartDaily(self._id(), variant))
+        room: dict[str, Any] = reply["room"]
+        return room
+
+    async def leaderboard(
+        self, variant: str, date: str | None = None, limit: int = 20
+    ) -> dict[str, Any]:
+        """A day's leaderboard (today's by default) with this player's rank and history."""
+        reply = await self.request(GetLeaderboard(self._id(), variant, date, limit))
+        board: dict[str, Any] = reply["board"]
+        return board
 
     async def ping(self) -> None:
         """Round-trip a ping."""

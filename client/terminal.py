@@ -109,7 +109,12 @@ def render_progress(event: dict[str, Any], names: dict[str, str]) -> str:
 
 def render_results(event: dict[str, Any]) -> str:
     """The ranked results of a race, with the revealed seed."""
-    lines = [f"results of race {event['race']} ({event['variant']}, seed {event['seed']}):"]
+    if event.get("daily"):
+        ranked = "ranked" if event.get("attempt") == 1 else "not ranked"
+        head = f"daily {event['daily']}, attempt {event.get('attempt')}, {ranked}; seed shown after the day"
+    else:
+        head = f"seed {event['seed']}"
+    lines = [f"results of race {event['race']} ({event['variant']}, {head}):"]
     for r in event["results"]:
         lines.append(
             f"{r['rank']:3}. {r['name']:<16} {r['status']:<11} banked {r['banked']:2}  "
@@ -265,6 +270,78 @@ async def play(
     session = _Session(client, console, color)
     session.names = {m["player_id"]: m["name"] for m in room["members"]}
     return await _run(session, interactive=True)
+
+
+def render_board(board: dict[str, Any]) -> str:
+    """A daily leaderboard as lines: the top, your rank and streaks, and the seed once public."""
+    lines = [f"daily {board['variant']} {board['date']}: {board['count']} ranked"]
+    rows = {e["player_id"]: e for e in board["top"]}
+    for e in board.get("around", []):
+        rows.setdefault(e["player_id"], e)
+    for e in sorted(rows.values(), key=lambda e: (e["rank"], e["name"])):
+        lines.append(
+            f"{e['rank']:4}. {e['name']:<16} {e['status']:<11} banked {e['banked']:2}  "
+            f"moves {e['moves']:3}  {e['time_ms'] / 1000:.1f}s"
+        )
+    you = board.get("you")
+    if you:
+        lines.append(f"your rank: {you['rank']} of {board['count']}")
+    streaks = board.get("streaks")
+    if streaks:
+        lines.append(
+            f"streaks: {streaks['played']} days played, {streaks['won']} won "
+            f"(best {streaks['best_played']} and {streaks['best_won']})"
+        )
+    if board.get("seed") is not None:
+        lines.append(f"seed: {board['seed']}")
+    return "\n".join(lines)
+
+
+async def daily(url: str, console: Console, *, name: str, variant: str, color: bool = False) -> int:
+    """Play today's daily deal of ``variant`` in the terminal, then show the leaderboard."""
+    client = Client(url, name=name)
+    try:
+        await client.connect()
+        room = await client.daily(variant)
+    except (ServerError, OSError) as error:
+        console.write(f"could not start the daily deal: {error}")
+        await client.close()
+        return 1
+    settings = room["settings"]
+    ranked = "ranked" if settings["attempt"] == 1 else "not ranked: your ranked try was the first"
+    console.write(f"daily {variant} {settings['daily']}, attempt {settings['attempt']} ({ranked})")
+    console.write(f"{settings['time_limit'] // 60} minutes, no undo. {HELP}")
+    session = _Session(client, console, color)
+    session.show_board()
+    pump = asyncio.ensure_future(session.pump())
+    reader: asyncio.Task[str | None] | None = None
+    try:
+        while not session.finished.is_set():
+            reader = asyncio.ensure_future(console.read_line())
+            finished = asyncio.ensure_future(session.finished.wait())
+            done, _ = await asyncio.wait({reader, finished}, return_when=asyncio.FIRST_COMPLETED)
+            finished.cancel()
+            if reader not in done:
+                break
+            line = reader.result()
+            reader = None
+            if line is None or not await session.command(line):
+                if client.view and client.view["status"] == "playing":
+                    await client.resign()
+                    await session.finished.wait()
+                break
+        console.write(render_board(await client.leaderboard(variant)))
+    except (ClientClosed, ServerError) as error:
+        console.write(f"disconnected: {error}")
+        return 1
+    finally:
+        if reader is not None:
+            reader.cancel()
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pump
+        await client.close()
+    return 0
 
 
 async def watch(

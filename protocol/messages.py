@@ -17,8 +17,10 @@ __all__ = [
     "Countdown",
     "CreateRoom",
     "Error",
+    "GetLeaderboard",
     "Hello",
     "JoinRoom",
+    "Leaderboard",
     "LeaveRoom",
     "Members",
     "Ok",
@@ -34,6 +36,7 @@ __all__ = [
     "RoomSnapshot",
     "ServerMessage",
     "SetReady",
+    "StartDaily",
     "StartRace",
     "Sync",
     "Welcome",
@@ -139,6 +142,26 @@ class Sync:
 
 
 @dataclass(frozen=True, slots=True)
+class StartDaily:
+    """Start (or resume) today's attempt at the daily deal of ``variant``."""
+
+    type: ClassVar[str] = "daily"
+    id: int
+    variant: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetLeaderboard:
+    """Ask for a day's leaderboard of ``variant`` (today when ``date`` is None)."""
+
+    type: ClassVar[str] = "get_leaderboard"
+    id: int
+    variant: str
+    date: str | None = None
+    limit: int = 20
+
+
+@dataclass(frozen=True, slots=True)
 class Ping:
     """Ask for a pong."""
 
@@ -157,6 +180,8 @@ Request = (
     | Resign
     | Rematch
     | Sync
+    | StartDaily
+    | GetLeaderboard
     | Ping
 )
 
@@ -185,6 +210,8 @@ for _cls in (
     Resign,
     Rematch,
     Sync,
+    StartDaily,
+    GetLeaderboard,
     Ping,
 ):
     REQUESTS[_cls.type] = (_cls, _spec(_cls))
@@ -335,8 +362,20 @@ class RaceOver(_Wire):
     seq: int
     race: int
     variant: str
-    seed: int
+    seed: int | None
+    """None for a daily deal: its seed is shown only once the day is over."""
     results: list[Data] = field(default_factory=list)
+    daily: str | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Leaderboard(_Wire):
+    """Reply to leaderboard: the day's board of a variant (docs/protocol.md)."""
+
+    type: ClassVar[str] = "leaderboard"
+    id: int | None
+    board: Data
 
 
 ServerMessage = (
@@ -351,4 +390,5 @@ ServerMessage = (
     | RaceStarted
     | Progress
     | RaceOver
+    | Leaderboard
 )

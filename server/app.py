@@ -6,11 +6,14 @@ import asyncio
 import contextlib
 import http
 import itertools
+import json
 import mimetypes
 import signal
 import time
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog
 from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
@@ -20,9 +23,10 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.typing import Subprotocol
 
-from ..protocol import SUBPROTOCOLS, RateLimiter, codec_for
-from .backends import Backend, EmbeddedBackend
+from ..protocol import SUBPROTOCOLS, ProtocolError, RateLimiter, codec_for
+from .backends import Backend, BackendUnavailable, EmbeddedBackend
 from .config import ServerConfig
+from .leaderboard import best_board, day_board, player_history
 from .logs import configure_logging
 from .node import Node, Session
 
@@ -81,6 +85,10 @@ def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Respon
     return Response(status.value, status.phrase, headers, body)
 
 
+def _json(status: http.HTTPStatus, data: dict[str, Any]) -> Response:
+    return _response(status, json.dumps(data).encode(), "application/json")
+
+
 class SolraceServer:
     """A node served over websockets, with /healthz, /readyz, /metrics and the web page."""
 
@@ -133,11 +141,55 @@ class SolraceServer:
             ready = await self.node.backend.ready()
             status = http.HTTPStatus.OK if ready else http.HTTPStatus.SERVICE_UNAVAILABLE
             return _response(status, b"ready\n" if ready else b"not ready\n", "text/plain")
+        if path.startswith("/api/"):
+            return await self._api(path, request.path)
         if path == "/metrics":
             return _response(
                 http.HTTPStatus.OK, self.node.metrics.render(), "text/plain; version=0.0.4"
             )
         return self._static(path)
+
+    async def _api(self, path: str, target: str) -> Response:
+        """The leaderboard's JSON endpoints (docs/protocol.md, "HTTP")."""
+        query = {
+            k: v[-1] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(target).query).items()
+        }
+        node = self.node
+        now = node.now_ms()
+        try:
+            limit = int(query.get("limit", "20"))
+            if path == "/api/leaderboard":
+                data = await day_board(
+                    node.backend,
+                    node.secret,
+                    query.get("variant", ""),
+                    query.get("date"),
+                    now_ms=now,
+                    limit=limit,
+                    player_id=query.get("player"),
+                )
+            elif path == "/api/history" and query.get("player"):
+                data = await player_history(node.backend, query["player"], now_ms=now)
+            elif path == "/api/best":
+                data = await best_board(node.backend, query.get("variant", ""), limit=limit)
+            else:
+                return _json(
+                    http.HTTPStatus.NOT_FOUND, {"code": "not_found", "message": "no such endpoint"}
+                )
+        except ValueError:
+            return _json(
+                http.HTTPStatus.BAD_REQUEST, {"code": "bad_field", "message": "limit is a number"}
+            )
+        except ProtocolError as error:
+            return _json(
+                http.HTTPStatus.BAD_REQUEST, {"code": error.code.value, "message": error.message}
+            )
+        except BackendUnavailable:
+            return _json(
+                http.HTTPStatus.SERVICE_UNAVAILABLE,
+                {"code": "unavailable", "message": "storage is unavailable: try again"},
+            )
+        return _json(http.HTTPStatus.OK, data)
 
     def _static(self, path: str) -> Response:
         if path == "/" or path.startswith("/r/") or path == "/daily":

@@ -56,6 +56,8 @@ class ServerConfig:
     max_time_limit_s: int = 3600
     """The longest race time limit a room may set."""
     max_countdown_s: int = 30
+    daily_time_limit_s: int = 1800
+    """The time limit of an attempt at the daily deal."""
     max_write_buffer: int = 1 << 20
     """Bytes queued to a slow client before it is closed (it may resume)."""
     ping_interval_s: float | None = 20.0

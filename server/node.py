@@ -35,8 +35,10 @@ from ..protocol import (
     CreateRoom,
     Error,
     ErrorCode,
+    GetLeaderboard,
     Hello,
     JoinRoom,
+    Leaderboard,
     LeaveRoom,
     Ok,
     Ping,
@@ -51,6 +53,7 @@ from ..protocol import (
     RoomSnapshot,
     ServerMessage,
     SetReady,
+    StartDaily,
     StartRace,
     Sync,
     Welcome,
@@ -58,7 +61,9 @@ from ..protocol import (
 from . import room as rooms
 from .backends import Backend, BackendUnavailable
 from .config import ServerConfig
+from .daily import daily_seed, entry_from_log, utc_date
 from .identity import check_name, new_player_id, sign_token, verify_token
+from .leaderboard import day_board, player_history
 from .metrics import Metrics
 from .room import Outcome, Role, Room, RoomState, Settings
 
@@ -160,6 +165,8 @@ class Node:
             Resign: self._resign,
             Rematch: self._rematch,
             Sync: self._sync,
+            StartDaily: self._daily,
+            GetLeaderboard: self._leaderboard,
             Ping: self._ping,
         }
 
@@ -368,7 +375,7 @@ class Node:
         await session.reply(RoomSnapshot(req.id, await self._snapshot(session)))
         await self._publish(code, outcome)
 
-    async def _leave_room(self, session: Session, req: LeaveRoom) -> None:
+    async def _leave_room(self, session: Session, req: LeaveRoom, *, reply: bool = True) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
         outcome = await self.backend.update_room(
@@ -377,11 +384,13 @@ class Node:
         await self._publish(code, outcome)
         await self._detach(session)
         await self.backend.set_player_room(player_id, None)
-        await session.reply(Ok(req.id))
+        if reply:
+            await session.reply(Ok(req.id))
 
     async def _ready(self, session: Session, req: SetReady) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
+        self._not_daily(code)
         seed = secrets.randbits(SEED_BITS)
         outcome = await self.backend.update_room(
             code, lambda r: rooms.set_ready(r, player_id, req.ready, self.now_ms(), seed)
@@ -392,6 +401,7 @@ class Node:
     async def _start(self, session: Session, req: StartRace) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
+        self._not_daily(code)
         seed = secrets.randbits(SEED_BITS)
         outcome = await self.backend.update_room(
             code, lambda r: rooms.start(r, player_id, self.now_ms(), seed)
@@ -402,9 +412,89 @@ class Node:
     async def _rematch(self, session: Session, req: Rematch) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
+        self._not_daily(code)
         outcome = await self.backend.update_room(code, lambda r: rooms.rematch(r, player_id))
         await session.reply(Ok(req.id))
         await self._publish(code, outcome)
+
+    def _not_daily(self, code: str) -> None:
+        """A daily room plays its one attempt: no ready, start or rematch in it."""
+        room = self.rooms.get(code)
+        if room is not None and room.settings.daily is not None:
+            raise ProtocolError(
+                ErrorCode.WRONG_STATE, "a daily attempt is played once: ask for 'daily' again"
+            )
+
+    async def _daily(self, session: Session, req: StartDaily) -> None:
+        """Start today's attempt at the daily deal: a solo race, undo off, countdown 0."""
+        player_id = self._identified(session)
+        if req.variant not in VARIANTS:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_VARIANT, f"unknown variant; one of {', '.join(VARIANTS)}"
+            )
+        if session.room is not None:
+            current = self.rooms.get(session.room)
+            if (
+                current is not None
+                and current.settings.daily is not None
+                and current.settings.variant == req.variant
+                and current.state is RoomState.RACING
+            ):
+                await session.reply(RoomSnapshot(req.id, await self._snapshot(session)))
+                return
+            if (
+                current is None
+                or current.settings.daily is None
+                or current.state is not RoomState.FINISHED
+            ):
+                raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+            # A finished daily attempt's room is left for the player.
+            await self._leave_room(session, LeaveRoom(0), reply=False)
+        self._check_room_capacity(None)
+        now = self.now_ms()
+        date = utc_date(now)
+        attempt = await self.backend.daily_attempt(date, req.variant, player_id)
+        settings = Settings(
+            req.variant,
+            max_players=1,
+            spectators=False,
+            undo=False,
+            time_limit=self.config.daily_time_limit_s,
+            countdown=0,
+            daily=date,
+            attempt=attempt,
+        )
+        while True:
+            created = rooms.create(new_room_code(), settings, player_id, session.name)
+            assert created.room is not None
+            if await self.backend.create_room(created.room):
+                break
+        code = created.room.code
+        seed = daily_seed(self.secret, date, req.variant)
+        started = await self.backend.update_room(
+            code, lambda r: rooms.start(r, player_id, now, seed)
+        )
+        assert started.room is not None
+        await self._attach(session, started.room, Role.PLAYER)
+        await self.backend.set_player_room(player_id, code)
+        await session.reply(RoomSnapshot(req.id, await self._snapshot(session)))
+        await self._publish(code, Outcome(started.room, created.events + started.events))
+        log.info("daily_started", room=code, date=date, variant=req.variant, attempt=attempt)
+
+    async def _leaderboard(self, session: Session, req: GetLeaderboard) -> None:
+        """A day's board, with the asking player's rank, history and streaks."""
+        player_id = self._identified(session)
+        board = await day_board(
+            self.backend,
+            self.secret,
+            req.variant,
+            req.date,
+            now_ms=self.now_ms(),
+            limit=req.limit,
+            player_id=player_id,
+        )
+        board.update(await player_history(self.backend, player_id, now_ms=self.now_ms()))
+        await session.reply(Leaderboard(req.id, board))
 
     async def _sync(self, session: Session, req: Sync) -> None:
         self._identified(session)
@@ -438,7 +528,10 @@ class Node:
         key = (room.code, room.race, player_id)
         game = self.games.get(key)
         if game is None:
-            game = self.games[key] = await self._replayed(room, player_id)
+            replayed = await self._replayed(room, player_id)
+            # Another task may have rebuilt it while the log was read, and played a move on
+            # it since: keep that one, never a copy that misses the move.
+            game = self.games.setdefault(key, replayed)
         return game
 
     async def _move(self, session: Session, req: PlayMove) -> None:
@@ -513,8 +606,14 @@ class Node:
         code, room, player_id = self._racing(session)
         game = await self._game(room, player_id)
         game.resign()
+        # The standing comes from the game (rebuilt from the log), not from the room: the
+        # room may have missed the last move's progress if Redis failed after its ack.
+        banked, moves = game.banked, game.moves
         outcome = await self.backend.update_room(
-            code, lambda r: rooms.progress(r, player_id, now_ms=self.now_ms(), status="resigned")
+            code,
+            lambda r: rooms.progress(
+                r, player_id, now_ms=self.now_ms(), status="resigned", banked=banked, moves=moves
+            ),
         )
         await session.reply(Ok(req.id))
         await self._publish(code, outcome)
@@ -605,10 +704,42 @@ class Node:
             if isinstance(event, RaceStarted):
                 self.metrics.races.inc()
             if isinstance(event, RaceOver):
-                await self.backend.save_results(
-                    code, event.race, event.variant, event.seed, event.results
-                )
+                await self._record_results(code, event)
             await self.backend.publish(code, event.to_wire())
+        if outcome.room is None:
+            await self.backend.drop_room_logs(code)
+
+    async def _record_results(self, code: str, event: RaceOver) -> None:
+        """Keep a race's results; score a daily attempt from its move log."""
+        if event.daily is None:
+            assert event.seed is not None
+            await self.backend.save_results(
+                code, event.race, event.variant, event.seed, event.results
+            )
+            return
+        seed = daily_seed(self.secret, event.daily, event.variant)
+        for result in event.results:
+            log_ = await self.backend.read_moves(code, event.race, result["player_id"])
+            entry = entry_from_log(
+                date=event.daily,
+                variant=event.variant,
+                seed=seed,
+                player_id=result["player_id"],
+                name=result["name"],
+                attempt=event.attempt or 1,
+                log=log_,
+                race_status=result["status"],
+                time_ms=result["time_ms"],
+            )
+            await self.backend.save_daily_entry(entry)
+            log.info(
+                "daily_recorded",
+                date=event.daily,
+                variant=event.variant,
+                status=entry.status,
+                banked=entry.banked,
+                ranked=entry.ranked,
+            )
 
     def _on_event(self, code: str, event: dict[str, Any]) -> None:
         queue = self._queues.get(code)
@@ -638,7 +769,7 @@ class Node:
             if room is None:
                 self._deliver(code, event, event)
                 return
-            self.rooms[code] = room
+            room = self._newer(code, room)
             self._arm(room)
             if kind == "race_started":
                 await self._deliver_start(room, event)
@@ -658,13 +789,25 @@ class Node:
                 return
         self._deliver(code, event, event)
 
+    def _newer(self, code: str, room: Room) -> Room:
+        """The newer of a record just read and the one this node holds, which it keeps.
+
+        A record read before a change this node made meanwhile (a join through it, say)
+        must not undo it: a member it lacks would be sent away.
+        """
+        known = self.rooms.get(code)
+        if known is not None and known.seq > room.seq:
+            return known
+        self.rooms[code] = room
+        return room
+
     async def _resync(self, code: str) -> None:
         """Reload the room, re-arm its timer and send every local member a snapshot."""
         room = await self.backend.load_room(code)
         if room is None:
             log.warning("resync_room_gone")
             return
-        self.rooms[code] = room
+        room = self._newer(code, room)
         self._arm(room)
         for session in list(self.local.get(code, ())):
             if session.player_id not in room.members:
@@ -811,7 +954,7 @@ class Node:
                 }
         if room.state is RoomState.FINISHED:
             data["results"] = room.results
-            data["seed"] = room.seed
+            data["seed"] = None if room.settings.daily else room.seed
         return data
 
     async def _replayed(self, room: Room, player_id: str) -> Game:

@@ -103,10 +103,14 @@ class Settings:
     undo: bool = True
     time_limit: int = 900
     countdown: int = 3
+    daily: str | None = None
+    """The date of the daily deal this room plays (its seed stays hidden until the day ends)."""
+    attempt: int = 0
+    """Which attempt at the daily deal this is (1 is the ranked one)."""
 
     def to_wire(self) -> dict[str, Any]:
         """The settings as plain data."""
-        return {
+        data: dict[str, Any] = {
             "variant": self.variant,
             "max_players": self.max_players,
             "spectators": self.spectators,
@@ -114,6 +118,10 @@ class Settings:
             "time_limit": self.time_limit,
             "countdown": self.countdown,
         }
+        if self.daily is not None:
+            data["daily"] = self.daily
+            data["attempt"] = self.attempt
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,10 +564,13 @@ def _finish(room: Room, why: str) -> Outcome:
     results = ranked_results(room.players)
     room = replace(room, state=TRANSITIONS[(room.state, why)], results=results)
     assert room.seed is not None
-    seed = room.seed
+    daily = room.settings.daily
+    seed = None if daily else room.seed
     return _emit(
         room,
-        lambda r, s: RaceOver(r.code, s, r.race, r.settings.variant, seed, results),
+        lambda r, s: RaceOver(
+            r.code, s, r.race, r.settings.variant, seed, results, daily, r.settings.attempt or None
+        ),
     )
 
 

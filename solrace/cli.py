@@ -23,6 +23,7 @@ COMMAND_MODULES: list[str] = [
     "solrace.cli_engine",
     "solrace.server.cli",
     "solrace.client.cli",
+    "solrace.cli_leaderboard",
 ]
 
 Handler = Callable[[argparse.Namespace], int]

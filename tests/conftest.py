@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -72,10 +73,10 @@ async def start_server(tmp_path: Path, redis_url: str | None) -> AsyncIterator[S
     """Start server nodes (sharing one backend store) with any config overrides."""
     servers: list[SolraceServer] = []
 
-    async def start(**overrides: Any) -> RunningServer:
+    async def start(clock: Callable[[], float] = time.time, **overrides: Any) -> RunningServer:
         base = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=redis_url)
         config = replace(base, **overrides)
-        server = SolraceServer(Node(make_backend(config), config), config)
+        server = SolraceServer(Node(make_backend(config), config, clock=clock), config)
         await server.start()
         servers.append(server)
         return RunningServer(server, config)

@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from ..daily import Entry
 from ..room import Outcome, Room
 
 __all__ = ["Backend", "BackendUnavailable", "EventHandler", "ResyncHandler", "RoomUpdate"]
@@ -77,7 +78,7 @@ class Backend(ABC):
 
     @abstractmethod
     async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
-        """Apply ``change`` to the record atomically; a None room deletes it.
+        """Apply ``change`` to the record atomically; a None room deletes it (not its logs).
 
         Raises ProtocolError(ROOM_NOT_FOUND) for an unknown room, and whatever ``change``
         raises, leaving the record as it was.
@@ -92,6 +93,11 @@ class Backend(ABC):
     @abstractmethod
     async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
         """Log move number ``rev`` (counting from 0) durably, before it is acked."""
+
+    @abstractmethod
+    async def drop_room_logs(self, code: str) -> None:
+        """Delete a deleted room's move logs (the node calls it once the room's last
+        events, which may need the logs, are handled)."""
 
     @abstractmethod
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
@@ -130,3 +136,47 @@ class Backend(ABC):
         down) calls ``handler`` once it receives such a room's events again, before any
         event published after that; the node then re-reads the room from the store.
         """
+
+    # daily challenge --------------------------------------------------------------------
+
+    @abstractmethod
+    async def daily_attempt(self, date: str, variant: str, player_id: str) -> int:
+        """Count a new attempt at a day's deal and return its number (1 is the ranked one)."""
+
+    @abstractmethod
+    async def save_daily_entry(self, entry: Entry) -> None:
+        """Keep a finished attempt; a ranked one joins the day's and the all-time boards."""
+
+    @abstractmethod
+    async def daily_top(self, date: str, variant: str, offset: int, limit: int) -> list[Entry]:
+        """Ranked entries of a day in score order, from ``offset``."""
+
+    @abstractmethod
+    async def daily_index(self, date: str, variant: str, player_id: str) -> int | None:
+        """The player's place (from 0) on the day's board, or None."""
+
+    @abstractmethod
+    async def daily_better(self, date: str, variant: str, score: float) -> int:
+        """How many ranked entries of the day score strictly better than ``score``."""
+
+    @abstractmethod
+    async def daily_count(self, date: str, variant: str) -> int:
+        """How many ranked entries the day's board holds."""
+
+    @abstractmethod
+    async def daily_entries(self, date: str, variant: str) -> list[Entry]:
+        """Every attempt of the day, ranked or not (for exports)."""
+
+    @abstractmethod
+    async def player_history(self, player_id: str) -> list[Entry]:
+        """Every attempt the player made, oldest day first."""
+
+    @abstractmethod
+    async def best_entries(self, variant: str, limit: int) -> list[Entry]:
+        """The best ranked entries of a variant over all days, in score order."""
+
+    @abstractmethod
+    async def remove_daily_entry(
+        self, date: str, variant: str, player_id: str, reason: str
+    ) -> bool:
+        """Take a player's ranked entry off the boards, keeping the reason; False if none."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...protocol import ErrorCode, ProtocolError
+from ..daily import Entry
 from ..room import Outcome, Room
 from .base import Backend, EventHandler, RoomUpdate
 
@@ -25,6 +26,32 @@ CREATE TABLE IF NOT EXISTS players (
     player_id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
     room TEXT
+);
+CREATE TABLE IF NOT EXISTS daily_attempts (
+    date TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    PRIMARY KEY (date, variant, player_id)
+);
+CREATE TABLE IF NOT EXISTS daily_entries (
+    date TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    ranked INTEGER NOT NULL,
+    removed INTEGER NOT NULL DEFAULT 0,
+    score REAL NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (date, variant, player_id, attempt)
+);
+CREATE INDEX IF NOT EXISTS daily_board ON daily_entries (variant, ranked, removed, score);
+CREATE TABLE IF NOT EXISTS daily_removals (
+    date TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    removed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 CREATE TABLE IF NOT EXISTS results (
     code TEXT NOT NULL,
@@ -130,8 +157,6 @@ class EmbeddedBackend(Backend):
         outcome = change(room)
         if outcome.room is None:
             del self._rooms[code]
-            for key in [k for k in self._logs if k[0] == code]:
-                del self._logs[key]
         else:
             self._rooms[code] = outcome.room
         return outcome
@@ -146,6 +171,11 @@ class EmbeddedBackend(Backend):
         if rev != len(log):
             raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log)} moves")
         log.append(move)
+
+    async def drop_room_logs(self, code: str) -> None:
+        """Forget the room's in-memory logs."""
+        for key in [k for k in self._logs if k[0] == code]:
+            del self._logs[key]
 
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
         """A copy of the in-memory log."""
@@ -183,3 +213,112 @@ class EmbeddedBackend(Backend):
     async def unsubscribe(self, code: str) -> None:
         """Drop the room's handler."""
         self._subscribers.pop(code, None)
+
+    # daily challenge --------------------------------------------------------------------
+
+    _BOARD = "date = ? AND variant = ? AND ranked = 1 AND removed = 0"
+
+    async def daily_attempt(self, date: str, variant: str, player_id: str) -> int:
+        """Count the attempt in SQLite."""
+        row = self.db.execute(
+            "INSERT INTO daily_attempts (date, variant, player_id, attempts) VALUES (?, ?, ?, 1) "
+            "ON CONFLICT DO UPDATE SET attempts = attempts + 1 RETURNING attempts",
+            (date, variant, player_id),
+        ).fetchone()
+        return int(row[0])
+
+    async def save_daily_entry(self, entry: Entry) -> None:
+        """Insert the attempt (a repeat of the same attempt changes nothing)."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO daily_entries "
+            "(date, variant, player_id, attempt, ranked, score, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.date,
+                entry.variant,
+                entry.player_id,
+                entry.attempt,
+                int(entry.ranked),
+                entry.score,
+                json.dumps(entry.to_dict()),
+            ),
+        )
+
+    def _entries(self, sql: str, args: tuple[Any, ...]) -> list[Entry]:
+        return [Entry.from_dict(json.loads(row[0])) for row in self.db.execute(sql, args)]
+
+    async def daily_top(self, date: str, variant: str, offset: int, limit: int) -> list[Entry]:
+        """The board from SQLite, ties in player id order."""
+        return self._entries(
+            f"SELECT data FROM daily_entries WHERE {self._BOARD} "
+            "ORDER BY score, player_id LIMIT ? OFFSET ?",
+            (date, variant, limit, offset),
+        )
+
+    async def daily_index(self, date: str, variant: str, player_id: str) -> int | None:
+        """Entries before the player's, in board order."""
+        row = self.db.execute(
+            f"SELECT score FROM daily_entries WHERE {self._BOARD} AND player_id = ?",
+            (date, variant, player_id),
+        ).fetchone()
+        if row is None:
+            return None
+        before = self.db.execute(
+            f"SELECT COUNT(*) FROM daily_entries WHERE {self._BOARD} "
+            "AND (score < ? OR (score = ? AND player_id < ?))",
+            (date, variant, row[0], row[0], player_id),
+        ).fetchone()
+        return int(before[0])
+
+    async def daily_better(self, date: str, variant: str, score: float) -> int:
+        """Entries with a lower score."""
+        row = self.db.execute(
+            f"SELECT COUNT(*) FROM daily_entries WHERE {self._BOARD} AND score < ?",
+            (date, variant, score),
+        ).fetchone()
+        return int(row[0])
+
+    async def daily_count(self, date: str, variant: str) -> int:
+        """Ranked entries of the day."""
+        row = self.db.execute(
+            f"SELECT COUNT(*) FROM daily_entries WHERE {self._BOARD}", (date, variant)
+        ).fetchone()
+        return int(row[0])
+
+    async def daily_entries(self, date: str, variant: str) -> list[Entry]:
+        """Every attempt of the day, the board's first."""
+        return self._entries(
+            "SELECT data FROM daily_entries WHERE date = ? AND variant = ? "
+            "ORDER BY ranked DESC, removed, score, player_id, attempt",
+            (date, variant),
+        )
+
+    async def player_history(self, player_id: str) -> list[Entry]:
+        """The player's attempts, oldest first."""
+        return self._entries(
+            "SELECT data FROM daily_entries WHERE player_id = ? ORDER BY date, variant, attempt",
+            (player_id,),
+        )
+
+    async def best_entries(self, variant: str, limit: int) -> list[Entry]:
+        """The variant's best ranked entries over all days."""
+        return self._entries(
+            "SELECT data FROM daily_entries WHERE variant = ? AND ranked = 1 AND removed = 0 "
+            "ORDER BY score, date, player_id LIMIT ?",
+            (variant, limit),
+        )
+
+    async def remove_daily_entry(
+        self, date: str, variant: str, player_id: str, reason: str
+    ) -> bool:
+        """Mark the ranked entry removed and log why."""
+        cursor = self.db.execute(
+            f"UPDATE daily_entries SET removed = 1 WHERE {self._BOARD} AND player_id = ?",
+            (date, variant, player_id),
+        )
+        if cursor.rowcount == 0:
+            return False
+        self.db.execute(
+            "INSERT INTO daily_removals (date, variant, player_id, reason) VALUES (?, ?, ?, ?)",
+            (date, variant, player_id, reason),
+        )
+        return True

@@ -76,6 +76,7 @@ from redis.exceptions import (
 from ...protocol import ErrorCode, ProtocolError
 from ..room import Outcome, Room
 from .base import Backend, BackendUnavailable, EventHandler, ResyncHandler, RoomUpdate
+from .redis_daily import RedisDailyMixin
 
 __all__ = ["RedisBackend", "cluster_url"]
 
@@ -195,7 +196,7 @@ class _Shard:
         self.delay = delay
 
 
-class RedisBackend(Backend):
+class RedisBackend(RedisDailyMixin, Backend):
     """Rooms, logs, players and results in Redis; room events over sharded pub/sub.
 
     ``url`` names one Redis (``redis://``, ``rediss://``, ``unix://``) or, with
@@ -480,10 +481,13 @@ class RedisBackend(Backend):
                     args=[version, record, self.room_ttl_ms],
                 )
             if swapped:
-                if outcome.room is None:
-                    await self._drop_logs(code)
                 return outcome
         raise BackendUnavailable(f"redis: room {code} changed too often to update")
+
+    async def drop_room_logs(self, code: str) -> None:
+        """Delete the room's move logs once the node is done with them."""
+        if self._known(code):
+            await self._drop_logs(code)
 
     async def _drop_logs(self, code: str) -> None:
         """Delete a deleted room's move logs (if this fails, their time to live does it)."""

@@ -19,9 +19,11 @@ from solrace.protocol import (
     CreateRoom,
     Error,
     ErrorCode,
+    GetLeaderboard,
     Hello,
     JoinRoom,
     JsonCodec,
+    Leaderboard,
     LeaveRoom,
     Limits,
     Members,
@@ -40,6 +42,7 @@ from solrace.protocol import (
     RoomSnapshot,
     ServerMessage,
     SetReady,
+    StartDaily,
     StartRace,
     Sync,
     Welcome,
@@ -357,6 +360,9 @@ SAMPLES: list[Request] = [
     Resign(14),
     Rematch(15),
     Sync(16),
+    StartDaily(17, "canfield"),
+    GetLeaderboard(18, "canfield"),
+    GetLeaderboard(19, "rainbow-canfield", "2026-11-30", 5),
     Ping(17),
     Ping(0),
 ]
@@ -433,6 +439,8 @@ SERVER_SAMPLES: list[ServerMessage] = [
     RaceStarted("ROOM", 3, 1, "canfield", 900, [{"player_id": "p1", "name": "Ann"}]),
     Progress("ROOM", 4, "p1", 1, 1, "playing", 250),
     RaceOver("ROOM", 5, 1, "canfield", 2**64 - 1, []),
+    RaceOver("ROOM", 5, 1, "canfield", None, [], "2026-11-30", 1),
+    Leaderboard(9, {"date": "2026-11-30", "variant": "canfield", "top": []}),
 ]
 
 

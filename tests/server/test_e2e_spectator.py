@@ -81,3 +81,20 @@ async def test_a_spectator_sees_every_board_and_players_see_only_progress(
         progress = [e for e in heard if e["type"] == "progress"]
         assert len(progress) == MOVES + 2  # every move and both resignations
         assert all("view" not in e and "boards" not in e for e in heard)
+
+
+async def test_a_dropped_spectator_is_back_in_the_room_after_resuming(
+    make_client: ClientFactory,
+) -> None:
+    host = await make_client("host")
+    room = await host.create_room("canfield", countdown=0)
+    watcher = await make_client("watcher")
+    await watcher.join(room["code"], role="spectator")
+    await watcher.drop()
+    await watcher.next_event("resumed", timeout=TIMEOUT)
+    back = await watcher.next_event("room", timeout=TIMEOUT)
+    assert back["room"]["code"] == room["code"]
+    assert back["room"]["you"]["role"] == "spectator"
+    await host.start()
+    started = await watcher.next_event("race_started", timeout=TIMEOUT)
+    assert host.player_id in started["boards"]

@@ -1,0 +1,112 @@
+"""``solrace daily`` in the terminal and the ``solrace leaderboard`` commands."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import datetime as dt
+import io
+from contextlib import redirect_stdout
+
+from conftest import TIMEOUT, RunningServer, ServerFactory
+from test_terminal import ScriptedConsole
+
+from solrace.cli import main
+from solrace.client import Client
+from solrace.client.terminal import daily
+from solrace.engine import replay
+
+PAST = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
+
+
+def _store_args(server: RunningServer) -> list[str]:
+    if server.config.redis_url:
+        return ["--redis", server.config.redis_url]
+    return ["--data-dir", str(server.config.data_dir)]
+
+
+async def _run(*argv: str) -> tuple[int, str]:
+    """Run the command line in a thread (the server answers on this loop)."""
+    out = io.StringIO()
+
+    def call() -> int:
+        with redirect_stdout(out):
+            return main(list(argv))
+
+    code = await asyncio.to_thread(call)
+    return code, out.getvalue()
+
+
+async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServer) -> None:
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(daily(server.url, console, name="tess", variant="canfield"))
+    await console.shows(r"^daily canfield \d{4}-\d\d-\d\d, attempt 1 \(ranked\)")
+    await console.shows(r"moves: 1\) ")
+    console.type("d")
+    await console.shows(r"^played d")
+    console.type("q")  # quitting an attempt resigns it
+    await console.shows(r"results of race 1 \(canfield, daily [\d-]+, attempt 1, ranked; seed shown after")
+    await console.shows(r"^\s+1\. tess\s+resigned")
+    await console.shows(r"^your rank: 1 of 1")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
+
+
+async def test_show_export_replay_and_remove(start_server: ServerFactory) -> None:
+    server = await start_server(clock=PAST.timestamp)
+    async with Client(server.url, name="uma", request_timeout=TIMEOUT) as uma:
+        await uma.daily("canfield")
+        for _ in range(6):
+            assert uma.view is not None
+            await uma.move(uma.view["legal"][0])
+        await uma.resign()
+        await uma.next_event("race_over", timeout=TIMEOUT)
+        player = uma.player_id
+    assert player is not None
+    date = PAST.date().isoformat()
+
+    code, shown = await _run(
+        "leaderboard",
+        "--url",
+        server.url,
+        "--date",
+        date,
+        "--variant",
+        "canfield",
+        "--player",
+        player,
+    )
+    assert code == 0
+    assert "uma" in shown and "your rank: 1 of 1" in shown
+    assert "seed: " not in shown  # on the server's clock that day is still running
+
+    code, exported = await _run(
+        "leaderboard",
+        "export",
+        "--date",
+        date,
+        "--variant",
+        "canfield",
+        "--format",
+        "csv",
+        *_store_args(server),
+    )
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert len(rows) == 1 and rows[0]["rank"] == "1" and rows[0]["ranked"] == "True"
+    # The day is over, so the export carries the seed, and the run replays to its score.
+    game = replay("canfield", int(rows[0]["seed"]), rows[0]["log"].split(), undo_allowed=False)
+    assert (game.moves, game.banked) == (int(rows[0]["moves"]), int(rows[0]["banked"]))
+    code, replayed = await _run(
+        "replay", "canfield", "--seed", rows[0]["seed"], "--no-undo", *rows[0]["log"].split()
+    )
+    assert code == 0 and f"banked {rows[0]['banked']}" in replayed.lower().replace(":", "")
+
+    removal = ("leaderboard", "remove", "--date", date, "--variant", "canfield", "--player", player)
+    code, said = await _run(*removal, "--reason", "shared the deal", *_store_args(server))
+    assert code == 0 and "shared the deal" in said
+    code, _ = await _run(*removal, "--reason", "again", *_store_args(server))
+    assert code == 1
+    code, after = await _run(
+        "leaderboard", "--url", server.url, "--date", date, "--variant", "canfield"
+    )
+    assert code == 0 and "0 ranked" in after and "uma" not in after
