@@ -56,6 +56,10 @@ class ServerConfig:
     max_time_limit_s: int = 3600
     """The longest race time limit a room may set."""
     max_countdown_s: int = 30
+    progress_interval_s: float = 0.25
+    """The shortest time between two progress events of one player: moves in between are
+    reported together (a finished game at once), so a fast player costs the room a few
+    frames a second, not one per move. 0 reports every move."""
     daily_time_limit_s: int = 1800
     """The time limit of an attempt at the daily deal."""
     max_write_buffer: int = 1 << 20

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 __all__ = ["Metrics"]
@@ -28,6 +30,14 @@ class Metrics:
             buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0),
             registry=r,
         )
+        self._handled: dict[str, Any] = {}
+
+    def handled(self, request_type: str) -> Any:
+        """The handling-time histogram of one request type (its child kept at hand)."""
+        child = self._handled.get(request_type)
+        if child is None:
+            child = self._handled[request_type] = self.handling.labels(request_type)
+        return child
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -13,7 +13,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -85,6 +85,18 @@ def new_room_code() -> str:
     return "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
 
 
+@dataclass(slots=True)
+class _Standing:
+    """A player's standing waiting to be reported to the room."""
+
+    status: str
+    banked: int
+    moves: int
+    view: dict[str, Any] | None
+    at: int
+    banked_at: int
+
+
 class Session:
     """One connection: who it is, which room and role, and how to send to it."""
 
@@ -151,6 +163,11 @@ class Node:
         self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._armed: dict[str, int] = {}
+        self._pending: dict[tuple[str, str], _Standing] = {}
+        self._report_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._reported_at: dict[tuple[str, str], float] = {}
+        self._reported_banked: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._later: set[asyncio.TimerHandle] = set()
         self.grace_ms = int(self.config.resume_grace_s * 1000)
@@ -177,7 +194,12 @@ class Node:
         self.secret = await self.backend.secret()
 
     async def stop(self) -> None:
-        """Cancel timers and workers, then close the backend."""
+        """Report waiting standings, cancel timers and workers, then close the backend."""
+        for key in list(self._pending):
+            try:
+                await self._flush(key)
+            except BackendUnavailable:
+                break
         for timer in [*self._timers.values(), *self._later]:
             timer.cancel()
         for task in [*self._workers.values(), *self._tasks]:
@@ -223,7 +245,7 @@ class Node:
         except Exception:
             log.exception("request_failed", type=request.type)
             await self._error(session, request.id, ErrorCode.INTERNAL, "the server failed")
-        self.metrics.handling.labels(request.type).observe(time.perf_counter() - started)
+        self.metrics.handled(request.type).observe(time.perf_counter() - started)
 
     async def _rate_limited(self, session: Session, request_id: int | None) -> None:
         await self._error(
@@ -378,6 +400,7 @@ class Node:
     async def _leave_room(self, session: Session, req: LeaveRoom, *, reply: bool = True) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
+        await self._flush((code, player_id))  # a leaver resigns with every move it made
         outcome = await self.backend.update_room(
             code, lambda r: rooms.leave(r, player_id, self.now_ms())
         )
@@ -581,31 +604,100 @@ class Node:
             del self.games[(code, room.race, player_id)]  # rebuilt from the log on next use
             raise
         self.metrics.moves.inc()
-        await session.reply(
-            Ack(req.id, game.moves, format_move(move), player_view(game, legal=True))
-        )
-        status = game.status.value
+        # The ack goes out without waiting for the socket (the write-buffer limit still
+        # guards a slow client), so the room hears of the move at once; a socket that
+        # fails here must not keep a logged move from the room either.
+        try:
+            session.push(
+                session.codec.encode(
+                    Ack(req.id, game.moves, format_move(move), player_view(game, legal=True))
+                )
+            )
+        except Exception:
+            log.warning("ack_not_sent", rev=game.moves)
         watched = any(m.role is Role.SPECTATOR for m in room.members.values())
-        view = spectator_view(game) if watched else None
-        banked, moves = game.banked, game.moves
-        outcome = await self.backend.update_room(
-            code,
-            lambda r: rooms.progress(
-                r,
-                player_id,
-                now_ms=self.now_ms(),
-                status=status,
-                banked=banked,
-                moves=moves,
-                view=view,
-            ),
+        await self._report(code, player_id, game, watched)
+
+    async def _report(self, code: str, player_id: str, game: Game, watched: bool) -> None:
+        """Tell the room a player's standing, at most once per progress interval.
+
+        A finished game is told at once; otherwise a standing reached too soon after the
+        last report waits, and a later move replaces it, so nothing is ever reported late
+        by more than the interval (and its times are those of the moves themselves).
+        """
+        key = (code, player_id)
+        now = self.now_ms()
+        status = game.status.value
+        previous = self._pending.get(key)
+        last_banked = previous.banked if previous else self._reported_banked.get(key)
+        banked_at = now if game.banked != last_banked else (previous.banked_at if previous else now)
+        standing = _Standing(
+            status,
+            game.banked,
+            game.moves,
+            spectator_view(game) if watched else None,
+            now,
+            banked_at,
         )
+        interval = self.config.progress_interval_s
+        since = time.monotonic() - self._reported_at.get(key, 0.0)
+        if status != "playing" or interval <= 0 or since >= interval:
+            self._pending.pop(key, None)
+            await self._send_standing(key, standing)
+            return
+        self._pending[key] = standing
+        if key not in self._report_timers:
+            handle = asyncio.get_running_loop().call_later(
+                interval - since, lambda: self._spawn(self._flush(key))
+            )
+            self._report_timers[key] = handle
+
+    async def _flush(self, key: tuple[str, str]) -> None:
+        """Report a waiting standing now."""
+        timer = self._report_timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        standing = self._pending.pop(key, None)
+        if standing is not None:
+            await self._send_standing(key, standing)
+
+    def _drop_pending(self, key: tuple[str, str]) -> None:
+        timer = self._report_timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._pending.pop(key, None)
+
+    async def _flush_room(self, code: str) -> None:
+        for key in [k for k in self._pending if k[0] == code]:
+            await self._flush(key)
+
+    async def _send_standing(self, key: tuple[str, str], standing: _Standing) -> None:
+        code, player_id = key
+        self._reported_at[key] = time.monotonic()
+        self._reported_banked[key] = standing.banked
+        try:
+            outcome = await self.backend.update_room(
+                code,
+                lambda r: rooms.progress(
+                    r,
+                    player_id,
+                    now_ms=standing.at,
+                    status=standing.status,
+                    banked=standing.banked,
+                    moves=standing.moves,
+                    view=standing.view,
+                    banked_at=standing.banked_at,
+                ),
+            )
+        except ProtocolError:
+            return  # the race ended meanwhile (its results came from the log and the room)
         await self._publish(code, outcome)
 
     async def _resign(self, session: Session, req: Resign) -> None:
         code, room, player_id = self._racing(session)
         game = await self._game(room, player_id)
         game.resign()
+        self._drop_pending((code, player_id))
         # The standing comes from the game (rebuilt from the log), not from the room: the
         # room may have missed the last move's progress if Redis failed after its ack.
         banked, moves = game.banked, game.moves
@@ -659,8 +751,13 @@ class Node:
         if worker is not None:
             worker.cancel()
         timer = self._timers.pop(code, None)
+        self._armed.pop(code, None)
         if timer is not None:
             timer.cancel()
+        await self._flush_room(code)
+        for reported in [k for k in self._reported_at if k[0] == code]:
+            del self._reported_at[reported]
+            self._reported_banked.pop(reported, None)
         self.rooms.pop(code, None)
         self.boards.pop(code, None)
         for key in [k for k in self.games if k[0] == code]:
@@ -871,17 +968,28 @@ class Node:
 
     def _arm(self, room: Room) -> None:
         code = room.code
+        when = rooms.next_deadline(room, self.grace_ms) if code in self.local else None
+        if when is not None and code in self._timers and self._armed.get(code) == when:
+            return  # most updates (a move's progress) leave the deadline as it was
         old = self._timers.pop(code, None)
+        self._armed.pop(code, None)
         if old is not None:
             old.cancel()
-        if code not in self.local:
-            return
-        when = rooms.next_deadline(room, self.grace_ms)
         if when is None:
             return
         delay = max(0.0, (when - self.now_ms()) / 1000)
+        if room.state is RoomState.RACING:
+            # Every node reports its players' last standings within the progress interval
+            # (moves stop at the deadline), so the race is closed only once they are in.
+            delay += self.config.progress_interval_s + 0.1
         loop = asyncio.get_running_loop()
-        self._timers[code] = loop.call_later(delay, lambda: self._spawn(self._tick(code)))
+        self._timers[code] = loop.call_later(delay, lambda: self._fire(code))
+        self._armed[code] = when
+
+    def _fire(self, code: str) -> None:
+        self._timers.pop(code, None)
+        self._armed.pop(code, None)
+        self._spawn(self._tick(code))
 
     def _tick_later(self, code: str, delay: float) -> None:
         """Tick the room after ``delay`` seconds, unless the node stops first."""

@@ -499,8 +499,13 @@ def progress(
     banked: int | None = None,
     moves: int | None = None,
     view: dict[str, Any] | None = None,
+    banked_at: int | None = None,
 ) -> Outcome:
-    """Record a player's new standing; the race ends when every player is done."""
+    """Record a player's new standing; the race ends when every player is done.
+
+    ``now_ms`` is when the standing was reached, and ``banked_at`` when its count of cards
+    banked was (``now_ms`` if not given), so that a standing reported late ranks as early.
+    """
     if room.state is not RoomState.RACING or player_id not in room.players:
         raise _fail(ErrorCode.RACE_NOT_STARTED, "no race of yours is running in this room")
     current = room.players[player_id]
@@ -515,7 +520,11 @@ def progress(
         moves=current.moves if moves is None else moves,
         status=new_status,
         elapsed_ms=elapsed,
-        banked_at_ms=elapsed if new_banked != current.banked else current.banked_at_ms,
+        banked_at_ms=(
+            max(0, (now_ms if banked_at is None else banked_at) - (room.starts_ms or now_ms))
+            if new_banked != current.banked
+            else current.banked_at_ms
+        ),
         finished_ms=elapsed if new_status in DONE else None,
     )
     players = dict(room.players)
@@ -528,7 +537,7 @@ def progress(
         ),
     )
     assert out.room is not None
-    if all(r.done for r in players.values()):
+    if new_status in DONE and all(r.done for r in players.values()):
         finished = _finish(out.room, "all_done")
         return Outcome(finished.room, out.events + finished.events)
     return out

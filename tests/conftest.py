@@ -74,7 +74,11 @@ async def start_server(tmp_path: Path, redis_url: str | None) -> AsyncIterator[S
     servers: list[SolraceServer] = []
 
     async def start(clock: Callable[[], float] = time.time, **overrides: Any) -> RunningServer:
-        base = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=redis_url)
+        # Every move is reported (most tests count one progress event per move);
+        # tests/server/test_progress_interval.py covers the default interval.
+        base = ServerConfig(
+            port=0, data_dir=tmp_path / "data", redis_url=redis_url, progress_interval_s=0.0
+        )
         config = replace(base, **overrides)
         server = SolraceServer(Node(make_backend(config), config, clock=clock), config)
         await server.start()

@@ -88,6 +88,9 @@ class EmbeddedBackend(Backend):
         self._secret = secret_path.read_bytes()
         self._db = sqlite3.connect(self.data_dir / "solrace.sqlite3", isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # With WAL, NORMAL survives a crash of the process; only a power loss may undo the
+        # last commits. FULL made every join wait on the disk with the event loop blocked.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
 
     async def close(self) -> None:

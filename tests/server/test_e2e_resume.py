@@ -115,23 +115,23 @@ async def test_a_move_whose_ack_is_lost_is_applied_once_and_acked_as_a_duplicate
 
     # The network fails just as the server acks: the move is logged, the ack never arrives
     # (and the socket may say so, as websockets does once it knows the connection is gone).
-    assert server.server._server is not None and alice._ws is not None
-    address = alice._ws.local_address
-    (ws,) = [c for c in server.server._server.connections if c.remote_address == address]
-    send = ws.send
+    assert alice.player_id is not None
+    session = server.node.sessions[alice.player_id]
+    push = session.push
     lost: list[dict[str, Any]] = []
 
-    async def lose_the_ack(frame: Any, *args: Any, **kwargs: Any) -> None:
+    def lose_the_ack(frame: Any) -> None:
         data = msgpack.unpackb(frame) if isinstance(frame, bytes) else {}
         if data.get("type") == "ack" and not lost:
             lost.append(data)
-            await alice.drop()
+            assert alice._ws is not None
+            alice._ws.transport.abort()
             if failure == "raises":
                 raise ConnectionClosed(None, None)
             return
-        await send(frame, *args, **kwargs)
+        push(frame)
 
-    monkeypatch.setattr(ws, "send", lose_the_ack)
+    monkeypatch.setattr(session, "push", lose_the_ack)
     move = steady_move(game)
     ack = await alice.move(move)
     apply_text(game, move)

@@ -1,0 +1,89 @@
+"""Progress is reported at most once per interval per player, and never lost."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from conftest import TIMEOUT, ServerFactory
+
+from solrace.client import Client
+
+INTERVAL = 0.3
+
+
+async def _race(start_server: ServerFactory) -> tuple[Any, Client, Client]:
+    server = await start_server(progress_interval_s=INTERVAL)
+    fast = Client(server.url, name="fast", request_timeout=TIMEOUT)
+    rival = Client(server.url, name="rival", request_timeout=TIMEOUT)
+    await fast.connect()
+    await rival.connect()
+    room = await fast.create_room("canfield", countdown=0)
+    await rival.join(room["code"])
+    await fast.start()
+    await fast.next_event("race_started", timeout=TIMEOUT)
+    await rival.next_event("race_started", timeout=TIMEOUT)
+    return server, fast, rival
+
+
+async def test_a_burst_of_moves_reaches_the_room_as_few_reports_with_the_last_standing(
+    start_server: ServerFactory,
+) -> None:
+    _, fast, rival = await _race(start_server)
+    try:
+        for _ in range(10):  # draws and undos: always legal, as fast as acks come
+            await fast.move("d")
+            await fast.move("u")
+        assert fast.rev == 20
+        heard: list[dict[str, Any]] = []
+        async with asyncio.timeout(TIMEOUT):
+            while not heard or heard[-1]["moves"] < 20:
+                event = await rival.next_event("progress")
+                if event["player_id"] == fast.player_id:
+                    heard.append(event)
+        # The first move is told at once; the rest within the interval, together.
+        assert heard[0]["moves"] == 1
+        assert len(heard) < 10
+        assert [e["moves"] for e in heard] == sorted(e["moves"] for e in heard)
+        snapshot = await rival.sync()
+        standing = next(p for p in snapshot["players"] if p["player_id"] == fast.player_id)
+        assert standing["moves"] == 20
+    finally:
+        await fast.close()
+        await rival.close()
+
+
+async def test_a_finished_game_is_reported_at_once_with_every_move(
+    start_server: ServerFactory,
+) -> None:
+    _, fast, rival = await _race(start_server)
+    try:
+        await fast.move("d")
+        await fast.move("d")  # within the interval: waits
+        await fast.resign()
+        await rival.resign()
+        over = await rival.next_event("race_over", timeout=TIMEOUT)
+        mine = next(r for r in over["results"] if r["player_id"] == fast.player_id)
+        assert (mine["status"], mine["moves"]) == ("resigned", 2)
+    finally:
+        await fast.close()
+        await rival.close()
+
+
+async def test_leaving_reports_the_moves_still_waiting(start_server: ServerFactory) -> None:
+    _, fast, rival = await _race(start_server)
+    try:
+        await fast.move("d")
+        await fast.move("d")
+        await fast.move("d")
+        await fast.leave()
+        heard = []
+        async with asyncio.timeout(TIMEOUT):
+            while not heard or heard[-1]["status"] == "playing":
+                event = await rival.next_event("progress")
+                if event["player_id"] == fast.player_id:
+                    heard.append(event)
+        assert heard[-1]["status"] == "resigned" and heard[-1]["moves"] == 3
+    finally:
+        await fast.close()
+        await rival.close()
