@@ -1,15 +1,19 @@
 """A real ``redis-server`` that a test run starts itself, on a free loopback port.
 
-It keeps nothing on disk (``--save ''``, no AOF), so a restart comes back empty: the way
-a Redis that lost its data looks to the nodes. Fault tests stop and restart it.
+By default it keeps nothing on disk (``--save ''``, no AOF), so a restart comes back
+empty: the way a Redis that lost its data looks to the nodes. ``options`` adds settings
+(``["--appendonly", "yes"]`` keeps an AOF in ``directory``, which a restart loads). Fault
+tests stop, kill, pause and restart it.
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
@@ -28,11 +32,17 @@ class RedisServer:
     """One redis-server process in ``directory``; the port is kept across restarts."""
 
     def __init__(
-        self, directory: Path, *, executable: str = "redis-server", start_timeout: float = 10.0
+        self,
+        directory: Path,
+        *,
+        executable: str = "redis-server",
+        start_timeout: float = 10.0,
+        options: Sequence[str] = (),
     ) -> None:
         self.directory = directory
         self.executable = executable
         self.start_timeout = start_timeout
+        self.options = list(options)
         self.port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -78,6 +88,7 @@ class RedisServer:
                 "no",
                 "--dir",
                 str(self.directory),
+                *self.options,  # later settings win over the defaults above
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -99,11 +110,17 @@ class RedisServer:
                 raise RuntimeError(f"redis-server did not answer on port {self.port}")
             time.sleep(0.02)
 
+    @property
+    def pid(self) -> int | None:
+        """The process id while it runs."""
+        return self._process.pid if self.running and self._process is not None else None
+
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL if it lingers)."""
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
+        process.send_signal(signal.SIGCONT)  # a paused server would never see the SIGTERM
         process.terminate()
         try:
             process.wait(timeout=self.start_timeout)
@@ -111,8 +128,26 @@ class RedisServer:
             process.kill()
             process.wait()
 
+    def kill(self) -> None:
+        """Kill the server with SIGKILL, as a crash would: no shutdown, no last write."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.kill()
+        process.wait()
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections stay open and nothing answers."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Thaw a paused server (SIGCONT)."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGCONT)
+
     def restart(self) -> None:
-        """Stop and start again on the same port, with an empty store."""
+        """Stop and start again on the same port (empty, unless ``options`` keep an AOF)."""
         self.stop()
         self.start()
 
