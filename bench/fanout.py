@@ -9,19 +9,24 @@ process drives them. Two phases:
                 on A and spectator on B, player on B and spectator on A (*cross-node*).
                 Each player plays ``d``, ``u``, ``d``... (legal for ever; undo is on), one
                 move every ``--interval`` seconds after its ack. A move's latency runs
-                from the harness sending it to the harness reading the spectator's
-                ``progress`` event for it (the same clock at both ends).
+                from the harness sending it to the harness reading the first ``progress``
+                event to the spectator that counts it (the same clock at both ends). A
+                node reports a player's standing at most every ``progress_interval_s``
+                (0.25 s by default), so most moves wait for the next report;
+                ``--progress-interval 0`` reports every move, which leaves the fan-out
+                path alone in the figures.
 ``throughput``  ``--players`` players in rooms of four, no spectators, each sending its
                 next move as soon as the last is acked (closed loop): first all on node A
                 (*one node*), then every room split two and two over A and B (*two
-                nodes*, so that each move's progress also crosses to the other node).
+                nodes*, so that each progress report also crosses to the other node).
                 Acked moves are counted over ``--seconds``.
 
 Each phase warms up first (``--warmup`` seconds), and reads the CPU time that each node
 and Redis used from /proc, given as milliseconds per move. The nodes are configured like
 ``solrace serve --redis URL``, except that the per-connection rate limit is lifted (a
-closed loop would otherwise measure the limiter's policy). Redis keeps nothing on disk
-here, so that the figures are the server's and not the disk's.
+closed loop would otherwise measure the limiter's policy) and ``--progress-interval``,
+if given, replaces ``progress_interval_s``. Redis keeps nothing on disk here, so that the
+figures are the server's and not the disk's.
 
 The harness speaks just enough websocket by hand (binary frames masked with a zero key)
 on ``asyncio.Protocol`` connections, with msgpack payloads, so that it costs little next
@@ -30,6 +35,7 @@ as ``key=value`` pairs, among them ``cross_p99_ratio`` (cross-node p99 over sing
 p99; the target is at most 2).
 
     python3 bench/fanout.py [--rooms 40] [--interval 0.1] [--players 64] [--seconds 10]
+                            [--progress-interval SECONDS]
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +99,7 @@ def percentile(values: list[float], p: float) -> float:
 # -- the node process ------------------------------------------------------------------
 
 
-async def _node(redis_url: str) -> None:
+async def _node(redis_url: str, progress_interval: float | None) -> None:
     from solrace.protocol import Limits
     from solrace.server import Node, ServerConfig, SolraceServer, make_backend
     from solrace.server.logs import configure_logging
@@ -105,6 +111,8 @@ async def _node(redis_url: str) -> None:
         redis_url=redis_url,
         limits=Limits(messages_per_second=1e9, burst=1 << 30),
     )
+    if progress_interval is not None:
+        config = replace(config, progress_interval_s=progress_interval)
     server = SolraceServer(Node(make_backend(config), config), config)
     await server.start()
     stop = asyncio.Event()
@@ -159,10 +167,15 @@ def start_redis(workdir: Path) -> Process:
         time.sleep(0.05)
 
 
-def start_node(name: str, redis_url: str, workdir: Path) -> Process:
+def start_node(
+    name: str, redis_url: str, workdir: Path, progress_interval: float | None
+) -> Process:
     log = (workdir / f"node-{name}.log").open("wb")
+    command = [sys.executable, str(Path(__file__).resolve()), "--node", redis_url]
+    if progress_interval is not None:
+        command += ["--progress-interval", str(progress_interval)]
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--node", redis_url],
+        command,
         stdout=subprocess.PIPE,
         stderr=log,
         cwd=workdir,
@@ -346,11 +359,17 @@ async def open_room(players: list[Conn], spectators: Sequence[Conn] = ()) -> str
         await conn.request({"type": "join_room", "code": code, "role": "player"})
     for conn in spectators:
         await conn.request({"type": "join_room", "code": code, "role": "spectator"})
+    loop = asyncio.get_running_loop()
     for _ in range(20):
-        started = host.started = asyncio.get_running_loop().create_future()
+        # Every player waits for its own race_started: a node hears of the race through
+        # Redis, and refuses a move it has not heard of yet.
+        waits: list[asyncio.Future[dict[str, Any]]] = []
+        for conn in players:
+            conn.started = loop.create_future()
+            waits.append(conn.started)
         await host.request({"type": "start"})
-        view = (await asyncio.wait_for(started, REQUEST_TIMEOUT))["view"]
-        if view["status"] == "playing":
+        started = await asyncio.wait_for(asyncio.gather(*waits), REQUEST_TIMEOUT)
+        if started[0]["view"]["status"] == "playing":
             return code
         for conn in players:
             await conn.request({"type": "resign"})
@@ -401,11 +420,15 @@ async def latency_phase(
         spectator = await Conn.open(ports[spectator_node], f"s{index}")
 
         def seen(event: dict[str, Any]) -> None:
+            # Every move up to the event's count is now seen (moves made within the
+            # server's progress interval are reported together).
             if event.get("type") != "progress":
                 return
-            sent = player.sent.pop(event["moves"], None)
-            if sent is not None and recording:
-                latencies[kind].append(time.perf_counter() - sent)
+            now, sent = time.perf_counter(), player.sent
+            while sent and (first := next(iter(sent))) <= event["moves"]:
+                at = sent.pop(first)
+                if recording:
+                    latencies[kind].append(now - at)
 
         spectator.on_event = seen
         await open_room([player.conn], [spectator])
@@ -492,7 +515,7 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     url = f"redis://{HOST}:{redis.port}/0"
     nodes: list[Process] = []
     try:
-        nodes = [start_node(name, url, workdir) for name in ("A", "B")]
+        nodes = [start_node(n, url, workdir, args.progress_interval) for n in ("A", "B")]
         ports = {n.name: n.port for n in nodes}
         cpu = Cpu({**{f"node{n.name}": n.proc.pid for n in nodes}, "redis": redis.proc.pid})
 
@@ -513,7 +536,11 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         kind: (percentile(v, 50) * 1000, percentile(v, 99) * 1000, len(v))
         for kind, v in latencies.items()
     }
+    from solrace.server.config import ServerConfig
+
+    interval = args.progress_interval
     return {
+        "progress_interval_s": ServerConfig().progress_interval_s if interval is None else interval,
         "single_p50_ms": ms["single"][0],
         "single_p99_ms": ms["single"][1],
         "cross_p50_ms": ms["cross"][0],
@@ -545,10 +572,15 @@ def main() -> int:
     parser.add_argument("--players", type=int, default=64, help="throughput players (64)")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds a phase")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring")
+    parser.add_argument(
+        "--progress-interval",
+        type=float,
+        help="the nodes' progress_interval_s (default: the server's; 0 reports every move)",
+    )
     parser.add_argument("--node", metavar="REDIS_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.node:
-        asyncio.run(_node(args.node))
+        asyncio.run(_node(args.node, args.progress_interval))
         return 0
     with tempfile.TemporaryDirectory(prefix="solrace-fanout-") as tmp:
         figures = asyncio.run(bench(args, Path(tmp)))
