@@ -141,16 +141,22 @@ async def _attempt(client: Client, variant: str, moves: int) -> dict[str, Any]:
     assert room["settings"]["daily"] and room["settings"]["undo"] is False
     if client.view is None:
         await client.next_event("race_started", timeout=TIMEOUT)
-    for _ in range(moves):
-        assert client.view is not None
-        legal = client.view["legal"]
-        if not legal:
-            break
-        await client.move(legal[0])
-    await client.resign()
-    over = await client.next_event("race_over", timeout=TIMEOUT)
+    over = await _play_and_end(client, moves)
     await client.leave()
     return over
+
+
+async def _play_and_end(client: Client, moves: int) -> dict[str, Any]:
+    """Play up to ``moves`` legal moves, resign unless stuck, and return race_over."""
+    for _ in range(moves):
+        assert client.view is not None
+        if not client.view["legal"]:
+            break
+        await client.move(client.view["legal"][0])
+    assert client.view is not None
+    if client.view["status"] == "playing":
+        await client.resign()
+    return await client.next_event("race_over", timeout=TIMEOUT)
 
 
 async def _http(server: RunningServer, path: str) -> Any:
@@ -301,11 +307,7 @@ async def test_two_players_of_one_daily_share_the_deal_and_the_board(
         assert hal.view is not None and ivy.view is not None
         assert hal.view["tableau"] == ivy.view["tableau"]
         for client, moves in ((hal, 3), (ivy, 1)):
-            for _ in range(moves):
-                assert client.view is not None
-                await client.move(client.view["legal"][0])
-            await client.resign()
-            await client.next_event("race_over", timeout=TIMEOUT)
+            await _play_and_end(client, moves)
         board = await ivy.leaderboard("canfield")
     assert board["count"] == 2
     assert {e["player_id"] for e in board["top"]} == {hal.player_id, ivy.player_id}
