@@ -691,6 +691,15 @@ class Node:
             )
         except ProtocolError:
             return  # the race ended meanwhile (its results came from the log and the room)
+        except BackendUnavailable:
+            # The move is logged and acked; its standing is told once storage is back.
+            self._pending.setdefault(key, standing)
+            if key not in self._report_timers:
+                handle = asyncio.get_running_loop().call_later(
+                    1.0, lambda: self._spawn(self._flush(key))
+                )
+                self._report_timers[key] = handle
+            return
         await self._publish(code, outcome)
 
     async def _resign(self, session: Session, req: Resign) -> None:

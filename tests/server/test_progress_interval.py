@@ -8,6 +8,7 @@ from typing import Any
 from conftest import TIMEOUT, ServerFactory
 
 from solrace.client import Client
+from solrace.server import BackendUnavailable
 
 INTERVAL = 0.3
 
@@ -84,6 +85,34 @@ async def test_leaving_reports_the_moves_still_waiting(start_server: ServerFacto
                 if event["player_id"] == fast.player_id:
                     heard.append(event)
         assert heard[-1]["status"] == "resigned" and heard[-1]["moves"] == 3
+    finally:
+        await fast.close()
+        await rival.close()
+
+
+async def test_a_standing_storage_refused_is_told_once_it_is_back(
+    start_server: ServerFactory, monkeypatch: Any
+) -> None:
+    server, fast, rival = await _race(start_server)
+    backend = server.node.backend
+    real = backend.update_room
+    refusals = [BackendUnavailable("storage is away")]
+
+    async def away_once(code: str, change: Any) -> Any:
+        if refusals:
+            raise refusals.pop()
+        return await real(code, change)
+
+    try:
+        monkeypatch.setattr(backend, "update_room", away_once)
+        ack = await fast.move("d")  # logged and acked; the room update is refused
+        assert ack["rev"] == 1 and not refusals
+        async with asyncio.timeout(TIMEOUT):
+            while True:
+                event = await rival.next_event("progress")
+                if event["player_id"] == fast.player_id:
+                    break
+        assert event["moves"] == 1
     finally:
         await fast.close()
         await rival.close()
