@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import itertools
 import os
 import random
@@ -58,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+from wire import client_frame, upgrade_request
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -192,18 +192,6 @@ def start_node(
 # -- the harness's connections ---------------------------------------------------------
 
 
-def _frame(payload: bytes) -> bytes:
-    """A binary client frame, masked with a zero key (so the payload goes as is)."""
-    n = len(payload)
-    if n < 126:
-        header = bytes((0x82, 0x80 | n))
-    elif n < 65536:
-        header = bytes((0x82, 0x80 | 126)) + n.to_bytes(2, "big")
-    else:
-        header = bytes((0x82, 0x80 | 127)) + n.to_bytes(8, "big")
-    return header + b"\0\0\0\0" + payload
-
-
 class Conn(asyncio.Protocol):
     """One websocket connection: requests matched to replies by id, events to a callback."""
 
@@ -231,14 +219,7 @@ class Conn(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        key = base64.b64encode(os.urandom(16)).decode()
-        transport.write(
-            (
-                f"GET / HTTP/1.1\r\nHost: {HOST}:{self.port}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n"
-            ).encode()
-        )
+        transport.write(upgrade_request(HOST, self.port, SUBPROTOCOL))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.opened.done():
@@ -303,7 +284,7 @@ class Conn(asyncio.Protocol):
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.waiting[request_id] = future
         assert self.transport is not None
-        self.transport.write(_frame(msgpack.packb({**request, "id": request_id})))
+        self.transport.write(client_frame(msgpack.packb({**request, "id": request_id})))
         return future
 
     async def request(self, request: dict[str, Any]) -> dict[str, Any]:

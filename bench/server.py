@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import os
 import resource
@@ -58,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+from wire import client_frame, upgrade_request
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -304,18 +304,6 @@ class Stats:
             self.error_samples.append(text)
 
 
-def _frame(payload: bytes, opcode: int = 0x2) -> bytes:
-    """A client frame: FIN, masked with a zero key (the payload then goes as is)."""
-    n = len(payload)
-    if n < 126:
-        header = bytes((0x80 | opcode, 0x80 | n))
-    elif n < 65536:
-        header = bytes((0x80 | opcode, 0x80 | 126)) + n.to_bytes(2, "big")
-    else:
-        header = bytes((0x80 | opcode, 0x80 | 127)) + n.to_bytes(8, "big")
-    return header + b"\0\0\0\0" + payload
-
-
 class WsClient(asyncio.Protocol):
     """One websocket connection, driven by callbacks so the harness stays cheap.
 
@@ -347,14 +335,7 @@ class WsClient(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        key = base64.b64encode(os.urandom(16)).decode()
-        transport.write(
-            (
-                f"GET / HTTP/1.1\r\nHost: {HOST}:{self.port}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n"
-            ).encode()
-        )
+        transport.write(upgrade_request(HOST, self.port, SUBPROTOCOL))
 
     def connection_lost(self, exc: Exception | None) -> None:
         for future in (self.opened, self.started):
@@ -405,7 +386,7 @@ class WsClient(asyncio.Protocol):
             if opcode == 0x2:
                 self._message(payload)
             elif opcode == 0x9 and self.transport is not None:
-                self.transport.write(_frame(payload, 0xA))
+                self.transport.write(client_frame(payload, 0xA))
             elif opcode == 0x8 and self.transport is not None:
                 self.transport.close()
                 break
@@ -447,7 +428,7 @@ class WsClient(asyncio.Protocol):
 
     def send(self, data: dict[str, Any]) -> None:
         assert self.transport is not None
-        self.transport.write(_frame(msgpack.packb(data)))
+        self.transport.write(client_frame(msgpack.packb(data)))
 
     async def request(self, data: dict[str, Any]) -> dict[str, Any]:
         """Send a request and wait for the frame that answers it."""
@@ -478,7 +459,7 @@ class WsClient(asyncio.Protocol):
         payload = msgpack.packb({"type": "move", "id": request_id, "move": move, "rev": self.rev})
         assert self.transport is not None
         self.sent_at = time.perf_counter()
-        self.transport.write(_frame(payload))
+        self.transport.write(client_frame(payload))
 
     def _looped_reply(self, kind: str, message: dict[str, Any]) -> None:
         stats = self.stats
