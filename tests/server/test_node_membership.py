@@ -1,0 +1,60 @@
+"""A node holds a room only while one of its connections is a member of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import TIMEOUT, ServerFactory
+
+from solrace.client import Client
+from solrace.server import Node
+
+
+def _held(node: Node, code: str) -> dict[str, Any]:
+    """Every place a node keeps a room, and whether its backend still delivers the room."""
+    backend: Any = node.backend
+    subscribed = any(
+        entry[0] == code if isinstance(entry, tuple) else key == code
+        for key, entry in (
+            getattr(backend, "_handlers", None) or getattr(backend, "_subscribers", {})
+        ).items()
+    )
+    return {
+        "local": code in node.local,
+        "rooms": code in node.rooms,
+        "boards": code in node.boards,
+        "workers": code in node._workers,
+        "timers": code in node._timers,
+        "games": any(key[0] == code for key in node.games),
+        "subscribed": subscribed,
+    }
+
+
+async def test_the_last_member_leaving_drops_the_subscription_and_every_reference(
+    start_server: ServerFactory,
+) -> None:
+    one = await start_server()
+    two = await start_server()  # on Redis a second node of the same rooms; else its own
+    async with (
+        Client(one.url, name="ann", request_timeout=TIMEOUT) as ann,
+        Client(one.url, name="ben", request_timeout=TIMEOUT) as ben,
+        Client(one.url, name="cat", request_timeout=TIMEOUT) as cat,
+    ):
+        room = await ann.create_room("canfield", countdown=0)
+        code = room["code"]
+        await ben.join(code)
+        await cat.join(code, role="spectator")
+        await ann.start()
+        await ann.next_event("race_started", timeout=TIMEOUT)
+        await ann.move("d")
+        await ben.next_event("race_started", timeout=TIMEOUT)
+        await ben.move("d")
+        held = _held(one.node, code)
+        assert all(held.values()), held
+        assert not any(_held(two.node, code).values())
+        await cat.leave()
+        await ben.leave()
+        assert _held(one.node, code)["subscribed"]  # ann is still here
+        await ann.leave()
+    gone = _held(one.node, code)
+    assert not any(gone.values()), gone
