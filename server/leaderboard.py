@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import VARIANTS
 from ..protocol import ErrorCode, ProtocolError
 from .backends import Backend
 from .daily import daily_seed, parse_date, rank_entries, seed_is_public, streaks, utc_date
+from .room import check_variant
 
 __all__ = ["MAX_LIMIT", "best_board", "day_board", "player_history"]
 
@@ -16,10 +16,7 @@ AROUND = 2
 
 
 def _check(variant: str, limit: int) -> None:
-    if variant not in VARIANTS:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_VARIANT, f"unknown variant; one of {', '.join(VARIANTS)}"
-        )
+    check_variant(variant)
     if not 1 <= limit <= MAX_LIMIT:
         raise ProtocolError(ErrorCode.BAD_FIELD, f"limit: 1 to {MAX_LIMIT}")
 

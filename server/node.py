@@ -19,7 +19,6 @@ from typing import Any
 import structlog
 
 from ..engine import (
-    VARIANTS,
     Game,
     IllegalMove,
     NotationError,
@@ -332,10 +331,7 @@ class Node:
             raise ProtocolError(ErrorCode.TOO_MANY_ROOMS, "this server holds all the rooms it can")
 
     def _settings(self, req: CreateRoom) -> Settings:
-        if req.variant not in VARIANTS:
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_VARIANT, f"unknown variant; one of {', '.join(VARIANTS)}"
-            )
+        rooms.check_variant(req.variant)
         cfg = self.config
         checks = (
             (
@@ -358,18 +354,23 @@ class Node:
             req.variant, req.max_players, req.spectators, req.undo, req.time_limit, req.countdown
         )
 
+    async def _store_new_room(self, settings: Settings, host_id: str, host_name: str) -> Outcome:
+        """A new room under a fresh code (drawn again in the unlikely case it is taken)."""
+        while True:
+            outcome = rooms.create(new_room_code(), settings, host_id, host_name)
+            assert outcome.room is not None
+            if await self.backend.create_room(outcome.room):
+                return outcome
+
     async def _create_room(self, session: Session, req: CreateRoom) -> None:
         player_id = self._identified(session)
         if session.room is not None:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
         settings = self._settings(req)
         self._check_room_capacity(None)
-        while True:
-            outcome = rooms.create(new_room_code(), settings, player_id, session.name)
-            assert outcome.room is not None
-            if await self.backend.create_room(outcome.room):
-                break
+        outcome = await self._store_new_room(settings, player_id, session.name)
         room = outcome.room
+        assert room is not None
         await self._attach(session, room, Role.PLAYER)
         await self.backend.set_player_room(player_id, room.code)
         await session.reply(RoomSnapshot(req.id, await self._snapshot(session)))
@@ -451,10 +452,7 @@ class Node:
     async def _daily(self, session: Session, req: StartDaily) -> None:
         """Start today's attempt at the daily deal: a solo race, undo off, countdown 0."""
         player_id = self._identified(session)
-        if req.variant not in VARIANTS:
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_VARIANT, f"unknown variant; one of {', '.join(VARIANTS)}"
-            )
+        rooms.check_variant(req.variant)
         if session.room is not None:
             current = self.rooms.get(session.room)
             if (
@@ -487,11 +485,8 @@ class Node:
             daily=date,
             attempt=attempt,
         )
-        while True:
-            created = rooms.create(new_room_code(), settings, player_id, session.name)
-            assert created.room is not None
-            if await self.backend.create_room(created.room):
-                break
+        created = await self._store_new_room(settings, player_id, session.name)
+        assert created.room is not None
         code = created.room.code
         seed = daily_seed(self.secret, date, req.variant)
         started = await self.backend.update_room(

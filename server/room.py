@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from ..engine import new_game
+from ..engine import VARIANTS, new_game
 from ..protocol import (
     Countdown,
     ErrorCode,
@@ -48,6 +48,7 @@ __all__ = [
     "Room",
     "RoomState",
     "Settings",
+    "check_variant",
     "create",
     "join",
     "leave",
@@ -260,6 +261,15 @@ class Outcome:
 
     room: Room | None
     events: tuple[Event, ...] = ()
+
+
+def check_variant(variant: str) -> str:
+    """The variant id, if the engine knows it; raise ProtocolError(UNKNOWN_VARIANT) if not."""
+    if variant not in VARIANTS:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_VARIANT, f"unknown variant; one of {', '.join(VARIANTS)}"
+        )
+    return variant
 
 
 def _fail(code: ErrorCode, message: str) -> ProtocolError:
