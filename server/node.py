@@ -318,7 +318,7 @@ class Node:
             Welcome(req.id, player_id, name, sign_token(self.secret, player_id), room=room.code)
         )
         outcome = await self.backend.update_room(
-            room.code, lambda r: rooms.set_connected(r, player_id, True, self.now_ms())
+            room.code, lambda r: rooms.set_connected(r, player_id, True, self.now_ms(), name)
         )
         await self._publish(room.code, outcome)
         await session.reply(RoomSnapshot(None, await self._snapshot(session)))

@@ -373,16 +373,25 @@ def leave(room: Room, player_id: str, now_ms: int) -> Outcome:
     return Outcome(out.room, head + out.events)
 
 
-def set_connected(room: Room, player_id: str, connected: bool, now_ms: int) -> Outcome:
-    """Mark a member connected or dropped (a dropped player may resume within the grace)."""
+def set_connected(
+    room: Room, player_id: str, connected: bool, now_ms: int, name: str | None = None
+) -> Outcome:
+    """Mark a member connected or dropped (a dropped player may resume within the grace);
+    a member who comes back under a new ``name`` is shown under it."""
     member = room.members.get(player_id)
     if member is None:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
-    if member.connected == connected:
+    name = name or member.name
+    if member.connected == connected and member.name == name:
         return Outcome(room)
     members = dict(room.members)
-    members[player_id] = replace(member, connected=connected, left_ms=None if connected else now_ms)
-    return _emit(replace(room, members=members), _members)
+    members[player_id] = replace(
+        member, connected=connected, left_ms=None if connected else now_ms, name=name
+    )
+    players = room.players
+    if player_id in players and players[player_id].name != name:
+        players = {**players, player_id: replace(players[player_id], name=name)}
+    return _emit(replace(room, members=members, players=players), _members)
 
 
 def set_ready(room: Room, player_id: str, ready: bool, now_ms: int, seed: int) -> Outcome:

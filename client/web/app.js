@@ -1161,10 +1161,7 @@ function wire() {
     const returning = state.me !== null;
     state.me = null;
     connect({ name, token: state.identity.token }).then(() => {
-      if (returning) {
-        const where = state.room ? " in the rooms you join from now on" : "";
-        showNotice(`You now play as ${state.identity.name}${where}.`);
-      }
+      if (returning) showNotice(`You now play as ${state.identity.name}.`);
     });
   });
 

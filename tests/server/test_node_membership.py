@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from conftest import TIMEOUT, ServerFactory
@@ -58,3 +59,24 @@ async def test_the_last_member_leaving_drops_the_subscription_and_every_referenc
         await ann.leave()
     gone = _held(one.node, code)
     assert not any(gone.values()), gone
+
+
+async def test_a_player_back_under_a_new_name_is_shown_under_it(
+    make_client: Any,
+) -> None:
+    ann = await make_client("ann")
+    bob = await make_client("bob")
+    room = await ann.create_room("canfield")
+    await bob.join(room["code"])
+    token = bob.token
+    await bob.close()
+    robert = await make_client("robert", token=token)
+    assert robert.player_id == bob.player_id
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            event = await ann.next_event("members")
+            names = {m["player_id"]: m["name"] for m in event["members"]}
+            if names.get(bob.player_id) == "robert":
+                break
+    snapshot = await robert.sync()
+    assert {m["name"] for m in snapshot["members"]} == {"ann", "robert"}

@@ -776,3 +776,16 @@ def test_the_record_round_trips_through_plain_data(room: Room) -> None:
     assert Room.from_dict(data) == room
     assert Room.from_dict(json.loads(json.dumps(data))) == room
     assert Room.from_dict(msgpack.unpackb(msgpack.packb(data), raw=False)) == room
+
+
+def test_a_member_back_under_a_new_name_is_shown_under_it() -> None:
+    room = racing("alice", "bob")
+    gone = rooms.set_connected(room, "alice", False, 10)
+    assert gone.room is not None
+    back = rooms.set_connected(gone.room, "alice", True, 20, "Alicia")
+    assert back.room is not None
+    assert back.room.members["alice"].name == "Alicia"
+    assert back.room.players["alice"].name == "Alicia"
+    assert back.events and back.events[0].members[0]["name"] == "Alicia"
+    same = rooms.set_connected(back.room, "alice", True, 30, "Alicia")
+    assert same.events == () and same.room is back.room
