@@ -119,18 +119,15 @@ async def _export(args: argparse.Namespace, date: str, variants: list[str]) -> i
         rows: list[dict[str, Any]] = []
         for variant in variants:
             entries = await backend.daily_entries(date, variant)
-            on_board = [e for e in entries if e.ranked]
-            ranks = {r["player_id"]: r["rank"] for r in rank_entries(on_board)}
-            board = {
-                (e.player_id, e.attempt)
-                for e in await backend.daily_top(date, variant, 0, len(entries) or 1)
-            }
+            # Ranks come from the board as it stands: a removed entry holds no place.
+            board = await backend.daily_top(date, variant, 0, len(entries) or 1)
+            ranks = {(r["player_id"], r["attempt"]): r["rank"] for r in rank_entries(board)}
             seed = daily_seed(secret, date, variant) if public else None
             for e in entries:
-                listed = (e.player_id, e.attempt) in board
+                listed = (e.player_id, e.attempt) in ranks
                 rows.append(
                     {
-                        "rank": ranks.get(e.player_id) if listed else None,
+                        "rank": ranks.get((e.player_id, e.attempt)),
                         "date": e.date,
                         "variant": e.variant,
                         "player_id": e.player_id,

@@ -7,6 +7,7 @@ import csv
 import datetime as dt
 import io
 from contextlib import redirect_stdout
+from typing import Any
 
 from conftest import TIMEOUT, RunningServer, ServerFactory
 from test_terminal import ScriptedConsole
@@ -45,7 +46,9 @@ async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServ
     console.type("d")
     await console.shows(r"^played d")
     console.type("q")  # quitting an attempt resigns it
-    await console.shows(r"results of race 1 \(canfield, daily [\d-]+, attempt 1, ranked; seed shown after")
+    await console.shows(
+        r"results of race 1 \(canfield, daily [\d-]+, attempt 1, ranked; seed shown after"
+    )
     await console.shows(r"^\s+1\. tess\s+resigned")
     await console.shows(r"^your rank: 1 of 1")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
@@ -114,3 +117,31 @@ async def test_show_export_replay_and_remove(start_server: ServerFactory) -> Non
         "leaderboard", "--url", server.url, "--date", date, "--variant", "canfield"
     )
     assert code == 0 and "0 ranked" in after and "uma" not in after
+
+
+async def test_an_export_ranks_only_the_entries_still_on_the_board(tmp_path: Any) -> None:
+    from solrace.server import EmbeddedBackend
+    from solrace.server.daily import Entry
+
+    backend = EmbeddedBackend(tmp_path)
+    await backend.start()
+    for player, banked in (("best", 30), ("next", 20), ("last", 10)):
+        await backend.save_daily_entry(
+            Entry("2026-11-20", "canfield", player, player, 1, "stuck", banked, 9, 1_000)
+        )
+    assert await backend.remove_daily_entry("2026-11-20", "canfield", "best", "shared the deal")
+    await backend.close()
+    code, exported = await _run(
+        "leaderboard",
+        "export",
+        "--date",
+        "2026-11-20",
+        "--variant",
+        "canfield",
+        "--data-dir",
+        str(tmp_path),
+    )
+    assert code == 0
+    rows = {r["player_id"]: r for r in csv.DictReader(io.StringIO(exported))}
+    assert (rows["next"]["rank"], rows["last"]["rank"]) == ("1", "2")
+    assert rows["best"]["rank"] == "" and rows["best"]["ranked"] == "False"
