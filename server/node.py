@@ -166,7 +166,6 @@ class Node:
         self._pending: dict[tuple[str, str], _Standing] = {}
         self._report_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._reported_at: dict[tuple[str, str], float] = {}
-        self._reported_banked: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._later: set[asyncio.TimerHandle] = set()
         self.grace_ms = int(self.config.resume_grace_s * 1000)
@@ -624,7 +623,9 @@ class Node:
         now = self.now_ms()
         status = game.status.value
         previous = self._pending.get(key)
-        last_banked = previous.banked if previous else self._reported_banked.get(key)
+        room = self.rooms.get(code)
+        reported = room.players.get(player_id) if room is not None else None
+        last_banked = previous.banked if previous else (reported.banked if reported else None)
         banked_at = now if game.banked != last_banked else (previous.banked_at if previous else now)
         standing = _Standing(
             status,
@@ -669,7 +670,6 @@ class Node:
     async def _send_standing(self, key: tuple[str, str], standing: _Standing) -> None:
         code, player_id = key
         self._reported_at[key] = time.monotonic()
-        self._reported_banked[key] = standing.banked
         try:
             outcome = await self.backend.update_room(
                 code,
@@ -761,7 +761,6 @@ class Node:
         await self._flush_room(code)
         for reported in [k for k in self._reported_at if k[0] == code]:
             del self._reported_at[reported]
-            self._reported_banked.pop(reported, None)
         self.rooms.pop(code, None)
         self.boards.pop(code, None)
         for key in [k for k in self.games if k[0] == code]:
