@@ -428,8 +428,19 @@ def start(room: Room, player_id: str, now_ms: int, seed: int) -> Outcome:
 
 def _begin(room: Room, now_ms: int, seed: int) -> Outcome:
     countdown = room.settings.countdown
-    dealt = new_game(room.settings.variant, seed).banked  # Canfield games deal one card home
-    players = {p: PlayerRace(room.members[p].name, banked=dealt) for p in room.player_ids()}
+    deal = new_game(room.settings.variant, seed)
+    # Canfield games deal one card home; a few deals are stuck before the first move
+    # (nothing a full turn of the stock brings up can be played), and end at the start.
+    status = deal.status.value
+    players = {
+        p: PlayerRace(
+            room.members[p].name,
+            banked=deal.banked,
+            status=status,
+            finished_ms=0 if status in DONE else None,
+        )
+        for p in room.player_ids()
+    }
     room = replace(
         room,
         state=TRANSITIONS[(room.state, "start")],
@@ -493,7 +504,12 @@ def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
         and now_ms >= room.starts_ms
     ):
         room = replace(room, state=TRANSITIONS[(room.state, "countdown_over")])
-        return _emit(room, _race_started)
+        started = _emit(room, _race_started)
+        assert started.room is not None
+        if started.room.players and all(r.done for r in started.room.players.values()):
+            finished = _finish(started.room, "all_done")
+            return Outcome(finished.room, started.events + finished.events)
+        return started
     return Outcome(room)
 
 

@@ -789,3 +789,13 @@ def test_a_member_back_under_a_new_name_is_shown_under_it() -> None:
     assert back.events and back.events[0].members[0]["name"] == "Alicia"
     same = rooms.set_connected(back.room, "alice", True, 30, "Alicia")
     assert same.events == () and same.room is back.room
+
+
+def test_a_deal_stuck_before_the_first_move_ends_the_race_at_its_start() -> None:
+    # Canfield seed 98: nothing that a turn of the stock brings up fits anywhere.
+    assert new_game("canfield", 98).status.value == "stuck"
+    room = lobby("alice", "bob", settings=replace(SETTINGS, variant="canfield", countdown=0))
+    out = rooms.start(room, "alice", T0, 98)
+    assert [type(e).__name__ for e in out.events] == ["Countdown", "RaceStarted", "RaceOver"]
+    assert out.room is not None and out.room.state is RoomState.FINISHED
+    assert {r["status"] for r in out.room.results} == {"stuck"}
