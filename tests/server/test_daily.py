@@ -228,7 +228,7 @@ async def test_an_attempt_belongs_to_the_day_it_started(start_server: ServerFact
     clock = Clock(dt.datetime(2026, 11, 30, 23, 59, 59, tzinfo=dt.UTC).timestamp())
     server = await start_server(clock=clock)
     async with Client(server.url, name="cy", request_timeout=TIMEOUT) as cy:
-        room = await cy.daily("canfield")
+        room = await cy.daily("rainbow-canfield")  # its first draw is always a move
         assert room["settings"]["daily"] == "2026-11-30"
         assert cy.view is not None  # the reply to daily is a snapshot of the started race
         clock.now += 5  # past midnight
@@ -236,8 +236,8 @@ async def test_an_attempt_belongs_to_the_day_it_started(start_server: ServerFact
         await cy.resign()
         over = await cy.next_event("race_over", timeout=TIMEOUT)
         assert over["daily"] == "2026-11-30"
-        today = await cy.leaderboard("canfield")
-        yesterday = await cy.leaderboard("canfield", date="2026-11-30")
+        today = await cy.leaderboard("rainbow-canfield")
+        yesterday = await cy.leaderboard("rainbow-canfield", date="2026-11-30")
     assert today["date"] == "2026-12-01" and today["count"] == 0
     assert yesterday["count"] == 1 and yesterday["seed"] is not None
 
@@ -257,13 +257,13 @@ async def test_a_dropped_player_resumes_the_attempt(
     server: RunningServer, make_client: ClientFactory
 ) -> None:
     eve = await make_client("eve")
-    await eve.daily("canfield")
+    await eve.daily("rainbow-canfield")  # its first draws are always moves
     assert eve.view is not None  # the reply to daily is a snapshot of the started race
     await eve.move("d")
     await eve.drop()
     await eve.next_event("resumed", timeout=TIMEOUT)
     assert eve.rev == 1
-    resumed = await eve.daily("canfield")  # asking again resumes, it starts nothing new
+    resumed = await eve.daily("rainbow-canfield")  # asking again resumes, it starts nothing new
     assert resumed["settings"]["attempt"] == 1
     assert (await eve.move("d"))["rev"] == 2
 
@@ -317,14 +317,14 @@ async def test_a_daily_room_takes_no_rematch_and_a_new_attempt_leaves_it(
     server: RunningServer, make_client: ClientFactory
 ) -> None:
     jo = await make_client("jo")
-    await jo.daily("canfield")
+    await jo.daily("rainbow-canfield")  # never stuck before its first move
     await jo.resign()
     await jo.next_event("race_over", timeout=TIMEOUT)
     for ask in (jo.rematch, jo.ready, jo.start):
         with pytest.raises(ServerError) as refused:
             await ask()
         assert refused.value.code == "wrong_state"
-    again = await jo.daily("canfield")  # leaves the finished attempt's room by itself
+    again = await jo.daily("rainbow-canfield")  # leaves the finished attempt's room by itself
     assert again["settings"]["attempt"] == 2 and again["state"] == "racing"
-    board = await jo.leaderboard("canfield")
+    board = await jo.leaderboard("rainbow-canfield")
     assert board["today"] == board["date"]
