@@ -85,6 +85,9 @@ class Game:
         self._ended: Status | None = None
         self._stuck_at = -1
         self._stuck = False
+        # Counts the moves that changed the tableau, foundations or reserve (not draws and
+        # redeals), so that a variant may keep what it worked out of those piles alone.
+        self.layout_rev = 0
         self._deal(shuffled_deck(seed))
 
     # -- the variant's parts -------------------------------------------------------------
@@ -188,9 +191,11 @@ class Game:
 
     def has_legal_move(self) -> bool:
         """Whether any move other than undo is legal."""
+        if self.has_stock and (self.stock or (self.waste and self.draw_count > 1)):
+            return True  # a draw or a redeal
         for _ in self._progress_moves():
             return True
-        return self.has_stock and bool(self.stock or (self.waste and self.draw_count > 1))
+        return False
 
     def _progress_moves(self) -> Iterable[Move]:
         yield from self._foundation_moves(False)
@@ -390,6 +395,7 @@ class Game:
             self.fan = fan - 1
         fills = self._auto_fill() if src is T else ()
         self._history.append((MoveKind.MOVE, src, si, dst, di, count, fills, fan))
+        self.layout_rev += 1
         if dst is F and self.banked == 52:
             self._ended = Status.WON
         touched: tuple[str, ...] = (_name(src, si), _name(dst, di))
@@ -465,6 +471,7 @@ class Game:
         pile.extend(target[-count:])
         del target[-count:]
         self.fan = fan
+        self.layout_rev += 1
         touched: tuple[str, ...] = (_name(src, si), _name(dst, di))
         if fills:
             touched += ("r", *(f"t{i + 1}" for i in fills))

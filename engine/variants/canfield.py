@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..cards import RANK, RED, SUIT
-from ..game import Game, T
+from ..cards import RANK, RED
+from ..game import Game, T, W
 from ..moves import IllegalMove, Move, MoveKind, PileKind, Reason
 
 __all__ = ["Canfield"]
@@ -85,32 +85,82 @@ class Canfield(Game):
                     yield Move(MoveKind.MOVE, kind, index, T, j, 1)
 
     def cycle_tops(self) -> list[int]:
-        """The cards that drawing and redealing alone would bring to the top of the waste."""
-        stock, waste = list(self.stock), list(self.waste)
-        tops: list[int] = []
-        for _ in range(2):
-            while stock:
-                for _ in range(min(self.draw_count, len(stock))):
-                    waste.append(stock.pop())
-                tops.append(waste[-1])
-            stock, waste = waste[::-1], []
+        """The cards that drawing and redealing alone would bring to the top of the waste.
+
+        The first pass draws what is left of the stock; the redeal then turns the whole
+        waste over into a stock that reads ``stock + waste[::-1]`` (top last), and the
+        second pass draws all of it. Worked out by position, without playing it.
+        """
+        stock, waste, n = self.stock, self.waste, self.draw_count
+        tops = [stock[max(0, i)] for i in range(len(stock) - n, -n, -n)]
+        size = len(stock)
+        last = size + len(waste) - 1
+        for i in range(last + 1 - n, -n, -n):
+            j = max(0, i)
+            tops.append(stock[j] if j < size else waste[last - j])
         return tops
 
-    def _playable(self, card: int) -> bool:
-        rank, suit, red = RANK[card], SUIT[card], RED[card]
+    def _targets(self) -> frozenset[int] | None:
+        """Every card that could be played now onto a foundation or the tableau (None: any).
+
+        It depends on the tableau, foundations and reserve alone, so it is kept until one
+        of them changes.
+        """
+        if self._targets_at == self.layout_rev:
+            return self._targets_cache
+        cards: set[int] = set()
+        anything = False
         for f in self.foundations:
-            if (not f and rank == 1) or (f and SUIT[f[-1]] == suit and RANK[f[-1]] + 1 == rank):
-                return True
+            if not f:
+                cards.update(suit * 13 for suit in range(4))  # the aces
+            elif RANK[f[-1]] < 13:
+                cards.add(f[-1] + 1)
         for target in self.tableau:
             if target:
                 top = target[-1]
-                if RANK[top] == rank + 1 and RED[top] != red:
-                    return True
+                if RANK[top] > 1:
+                    red = RED[top]
+                    cards.update(
+                        suit * 13 + RANK[top] - 2 for suit in range(4) if (suit in (1, 2)) != red
+                    )
             elif not self.reserve:
-                return True
-        return False
+                anything = True
+        self._targets_cache = None if anything else frozenset(cards)
+        self._targets_at = self.layout_rev
+        return self._targets_cache
+
+    _targets_at = -1
+    _targets_cache: frozenset[int] | None = None
+    _fixed_at = -1
+    _fixed_progress = False
+    _cycle_at = -1
+    _cycle_stuck: dict[tuple[int, int], bool] | None = None
 
     def _is_stuck(self) -> bool:
-        for _ in self._progress_moves():
+        # Moves from the tableau, the reserve and the foundations change only when one of
+        # those piles does, and so does the order of the cards that draws and redeals go
+        # round (``stock + waste[::-1]`` is the same after either): between two such
+        # moves, how far the stock has been drawn decides the rest.
+        if self._fixed_at != self.layout_rev:
+            self._fixed_progress = any(m.src is not W for m in self._progress_moves())
+            self._fixed_at = self.layout_rev
+        if self._fixed_progress:
             return False
-        return not any(self._playable(card) for card in self.cycle_tops())
+        if self._cycle_at != self.layout_rev or self._cycle_stuck is None:
+            self._cycle_stuck = {}
+            self._cycle_at = self.layout_rev
+        key = (len(self.stock), len(self.waste))
+        stuck = self._cycle_stuck.get(key)
+        if stuck is None:
+            stuck = self._cycle_stuck[key] = self._stuck_in_cycle()
+        return stuck
+
+    def _stuck_in_cycle(self) -> bool:
+        """No card that draws and redeals bring to the top of the waste can be played."""
+        targets = self._targets()
+        waste = self.waste
+        if targets is None:
+            return not (waste or self.stock)
+        if waste and waste[-1] in targets:
+            return False
+        return not any(card in targets for card in self.cycle_tops())
