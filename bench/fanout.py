@@ -406,7 +406,8 @@ async def latency_phase(
             if event.get("type") != "progress":
                 return
             now, sent = time.perf_counter(), player.sent
-            while sent and (first := next(iter(sent))) <= event["moves"]:
+            moves = max(standing["moves"] for standing in event["players"])  # one player
+            while sent and (first := next(iter(sent))) <= moves:
                 at = sent.pop(first)
                 if recording:
                     latencies[kind].append(now - at)

@@ -39,6 +39,7 @@ from ..protocol import (
     StartDaily,
     StartRace,
     Sync,
+    apply_delta,
     codec_for,
 )
 
@@ -81,6 +82,7 @@ class Client:
         resume: bool = True,
         resume_timeout: float = 30.0,
         request_timeout: float = 30.0,
+        legal_moves: bool = True,
     ) -> None:
         self.url = url
         self.name = name
@@ -89,6 +91,7 @@ class Client:
         self.resume = resume
         self.resume_timeout = resume_timeout
         self.request_timeout = request_timeout
+        self.legal_moves = legal_moves
         self.codec: Codec = codec_for(subprotocol)
         self.player_id: str | None = None
         self.room: dict[str, Any] | None = None
@@ -124,7 +127,7 @@ class Client:
             open_timeout=10,
         )
         self._ws = ws
-        hello = Hello(0, self.name, self.token)
+        hello = Hello(0, self.name, self.token, self.legal_moves)
         await ws.send(self.codec.encode_request(hello))
         while True:
             reply = self._decode(await ws.recv())
@@ -248,7 +251,7 @@ class Client:
         if kind == "room":
             self._take_snapshot(data["room"])
         elif kind == "ack":
-            self.rev, self.view = data["rev"], data["view"]
+            self._take_ack(data)
         request_id = data.get("id")
         if request_id is not None:
             pending = self._pending.pop(request_id, None)
@@ -267,6 +270,18 @@ class Client:
         if kind == "race_started" and "view" in data:
             self.view, self.rev = data["view"], data.get("rev", 0)
         self._events.put_nowait(data)
+
+    def _take_ack(self, ack: dict[str, Any]) -> None:
+        """Bring the view up to the ack's revision, and give the ack the whole view."""
+        rev, delta = ack["rev"], ack.get("delta")
+        if delta is None:
+            self.rev, self.view = rev, ack["view"]
+            return
+        if self.view is not None and rev == self.rev + 1:
+            self.rev, self.view = rev, apply_delta(self.view, delta)
+        # A snapshot taken after the move already holds it (rev <= self.rev); a view older
+        # than the move's (rev > self.rev + 1) is left for move() to replace.
+        ack["view"] = self.view if rev <= self.rev else None
 
     def _take_snapshot(self, room: dict[str, Any]) -> None:
         self.room = room
@@ -363,8 +378,15 @@ class Client:
         await self.request(StartRace(self._id()))
 
     async def move(self, move: str) -> dict[str, Any]:
-        """Play a move in the engine's notation on the current revision; return the ack."""
-        return await self.request(PlayMove(self._id(), move, self.rev))
+        """Play a move in the engine's notation on the current revision; return the ack.
+
+        The ack's ``view`` is the whole view after the move, built from the server's delta.
+        """
+        ack = await self.request(PlayMove(self._id(), move, self.rev))
+        if ack.get("view") is None:
+            await self.sync()  # the view held here was older than the move: fetch it whole
+            ack["view"] = self.view
+        return ack
 
     async def undo(self) -> dict[str, Any]:
         """Undo the last move (where the room allows it)."""

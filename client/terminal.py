@@ -97,13 +97,13 @@ def render_moves(legal: Sequence[str]) -> str:
     return "moves: " + "  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1))
 
 
-def render_progress(event: dict[str, Any], names: dict[str, str]) -> str:
-    """One player's progress as a line."""
-    name = names.get(event["player_id"], event["player_id"])
-    bar = "#" * (event["banked"] * 20 // 52)
+def render_progress(standing: dict[str, Any], names: dict[str, str]) -> str:
+    """One player's standing (an entry of a progress event) as a line."""
+    name = names.get(standing["player_id"], standing["player_id"])
+    bar = "#" * (standing["banked"] * 20 // 52)
     return (
-        f"{name:>12} [{bar:<20}] {event['banked']:2}/52  moves {event['moves']:3}  "
-        f"{event['status']}  {event['elapsed_ms'] / 1000:.1f}s"
+        f"{name:>12} [{bar:<20}] {standing['banked']:2}/52  moves {standing['moves']:3}  "
+        f"{standing['status']}  {standing['elapsed_ms'] / 1000:.1f}s"
     )
 
 
@@ -166,11 +166,13 @@ class _Session:
             else:
                 self.show_board()
         elif kind == "progress":
-            if "view" in event:
-                self.console.write(f"--- {self.names.get(event['player_id'], event['player_id'])}")
-                self.console.write(render_view(event["view"], color=self.color))
-            elif event["player_id"] != me:
-                self.console.write(render_progress(event, self.names))
+            for standing in event["players"]:
+                player_id = standing["player_id"]
+                if "view" in standing:
+                    self.console.write(f"--- {self.names.get(player_id, player_id)}")
+                    self.console.write(render_view(standing["view"], color=self.color))
+                elif player_id != me:
+                    self.console.write(render_progress(standing, self.names))
         elif kind == "race_over":
             self.racing = False
             self.console.write(render_results(event))

@@ -19,7 +19,7 @@ from .moves import (
 )
 from .registry import VARIANTS, ReplayError, new_game, replay
 from .rng import SplitMix64, shuffled_deck
-from .views import board_view, full_layout, player_view, spectator_view
+from .views import board_view, delta_view, full_layout, pile_view, player_view, spectator_view
 
 __all__ = [
     "DRAW",
@@ -41,11 +41,13 @@ __all__ = [
     "Status",
     "board_view",
     "card_name",
+    "delta_view",
     "format_move",
     "full_layout",
     "new_game",
     "parse_card",
     "parse_move",
+    "pile_view",
     "player_view",
     "replay",
     "shuffled_deck",

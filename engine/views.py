@@ -6,13 +6,21 @@ Face-down cards (the reserve under its top card, the stock) appear only as count
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .cards import card_name, rank_name
 from .game import Game, Status
 from .moves import format_move
 
-__all__ = ["board_view", "full_layout", "player_view", "spectator_view"]
+__all__ = [
+    "board_view",
+    "delta_view",
+    "full_layout",
+    "pile_view",
+    "player_view",
+    "spectator_view",
+]
 
 View = dict[str, Any]
 
@@ -50,6 +58,44 @@ def player_view(game: Game, *, legal: bool = False) -> View:
     if legal:
         view["legal"] = [format_move(m) for m in game.legal_moves()] if playing else []
     return view
+
+
+def pile_view(game: Game, pile: str) -> Any:
+    """One pile as :func:`board_view` shows it, named as in the move notation (``t2``, ``w``)."""
+    kind = pile[0]
+    if kind == "t":
+        return [card_name(c) for c in game.tableau[int(pile[1:]) - 1]]
+    if kind == "f":
+        f = game.foundations[int(pile[1:]) - 1]
+        return {"top": _top(f), "count": len(f)}
+    if kind == "r":
+        return {"count": len(game.reserve), "top": _top(game.reserve)}
+    if kind == "s":
+        return {"count": len(game.stock)}
+    if kind == "w":
+        return {"count": len(game.waste), "visible": [card_name(c) for c in game.visible_waste()]}
+    raise ValueError(f"no pile {pile!r}")
+
+
+def delta_view(game: Game, touched: Iterable[str], *, legal: bool = False) -> View:
+    """What changed in the player's view after a move that touched ``touched`` piles.
+
+    ``piles`` maps each touched pile's name to its new :func:`pile_view`; the counters,
+    status and ``can_undo`` are always there, and ``legal`` too when asked for.
+    ``solrace.protocol.apply_delta`` turns the previous view and this into the new one.
+    """
+    status = game.status.value
+    playing = status == "playing"
+    delta: View = {
+        "piles": {name: pile_view(game, name) for name in touched},
+        "status": status,
+        "banked": game.banked,
+        "moves": game.moves,
+        "can_undo": playing and game.can_undo,
+    }
+    if legal:
+        delta["legal"] = [format_move(m) for m in game.legal_moves()] if playing else []
+    return delta
 
 
 def spectator_view(game: Game) -> View:

@@ -11,6 +11,7 @@ from .codec import (
     MsgpackCodec,
     codec_for,
 )
+from .delta import apply_delta
 from .errors import CloseCode, ErrorCode, ProtocolError
 from .limits import Limits, RateLimiter
 from .messages import *  # noqa: F403
@@ -28,6 +29,7 @@ __all__ = [
     "MsgpackCodec",
     "ProtocolError",
     "RateLimiter",
+    "apply_delta",
     "codec_for",
     *_messages,
 ]

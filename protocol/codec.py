@@ -34,9 +34,16 @@ MAX_INT = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
 def _depth_ok(value: Any, budget: int) -> bool:
     if isinstance(value, dict):
-        return budget > 0 and all(_depth_ok(v, budget - 1) for v in value.values())
-    if isinstance(value, list):
-        return budget > 0 and all(_depth_ok(v, budget - 1) for v in value)
+        items: Any = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return True
+    if budget <= 0:
+        return False
+    for item in items:
+        if isinstance(item, dict | list) and not _depth_ok(item, budget - 1):
+            return False
     return True
 
 

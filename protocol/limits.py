@@ -43,6 +43,11 @@ class RateLimiter:
         self._last = now
         self.violations = 0
 
+    def can_take(self, now: float) -> bool:
+        """Whether :meth:`allow` would take a token at ``now`` (nothing changes)."""
+        elapsed = max(0.0, now - self._last)
+        return min(self._size, self._tokens + elapsed * self._rate) >= 1.0
+
     def allow(self, now: float) -> bool:
         """Take a token if there is one; count a violation if not."""
         elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing

@@ -50,12 +50,17 @@ Data = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Hello:
-    """Identify: a new player picks ``name``; a returning one sends its ``token``."""
+    """Identify: a new player picks ``name``; a returning one sends its ``token``.
+
+    ``legal_moves`` asks for the list of legal moves in every ack's ``delta`` too (views
+    in snapshots and at the start carry it always).
+    """
 
     type: ClassVar[str] = "hello"
     id: int
     name: str | None = None
     token: str | None = None
+    legal_moves: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,14 +285,20 @@ class Error(_Wire):
 
 @dataclass(frozen=True, slots=True)
 class Ack(_Wire):
-    """A move was applied (or had been: ``duplicate``); the new revision and the player's view."""
+    """A move was applied (or had been: ``duplicate``) and the player's new revision.
+
+    A fresh move's ack carries ``delta``, the change to the player's view (``apply_delta``
+    makes the new view of the old); a duplicate's carries the whole ``view``, since the
+    client's own view may be older than the move.
+    """
 
     type: ClassVar[str] = "ack"
     id: int
     rev: int
     move: str
-    view: Data
+    view: Data | None = None
     duplicate: bool = False
+    delta: Data | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,17 +351,16 @@ class RaceStarted(_Wire):
 
 @dataclass(frozen=True, slots=True)
 class Progress(_Wire):
-    """Room event: one player's progress; spectators also get the player's masked ``view``."""
+    """Room event: the standings of the players who moved since the room's last report.
+
+    Each entry has ``player_id``, ``banked``, ``moves``, ``status`` and ``elapsed_ms``;
+    spectators also get each player's masked ``view``.
+    """
 
     type: ClassVar[str] = "progress"
     room: str
     seq: int
-    player_id: str
-    banked: int
-    moves: int
-    status: str
-    elapsed_ms: int
-    view: Data | None = None
+    players: list[Data]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import mimetypes
 import signal
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,9 @@ import structlog
 from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import DATA_OPCODES, Frame, Opcode
 from websockets.http11 import Request, Response
-from websockets.protocol import State
+from websockets.protocol import Event, State
 from websockets.typing import Subprotocol
 
 from ..protocol import SUBPROTOCOLS, ProtocolError, RateLimiter, codec_for
@@ -35,6 +36,36 @@ __all__ = ["SolraceServer", "make_backend", "run"]
 log = structlog.get_logger("solrace.server")
 WEB_ROOT = Path(__file__).resolve().parent.parent / "client" / "web"
 _conn_ids = itertools.count(1)
+
+
+class _Connection(ServerConnection):
+    """A connection that offers each whole binary message to ``take`` before queuing it.
+
+    ``take`` is the node's fast path for moves (:meth:`Node.take_move`): it returns True
+    for a message it carried out, right as it came off the socket, and False for the
+    rest, which go to the connection's task as usual. A message is offered only while
+    none waits in the queue, so that messages are still handled in the order they came.
+    """
+
+    take: Callable[[bytes], bool] | None = None
+    queued = 0  # whole messages queued and not yet taken by the connection's task
+    _partial = False  # a fragmented message is being received
+
+    def process_event(self, event: Event) -> None:
+        if self.request is not None and isinstance(event, Frame) and event.opcode in DATA_OPCODES:
+            if (
+                self.take is not None
+                and event.opcode is Opcode.BINARY
+                and event.fin
+                and not self._partial
+                and self.queued == 0
+                and self.take(bytes(event.data))
+            ):
+                return
+            self._partial = not event.fin
+            if event.fin:
+                self.queued += 1
+        super().process_event(event)
 
 
 def make_backend(config: ServerConfig) -> Backend:
@@ -119,6 +150,7 @@ class SolraceServer:
             max_queue=32,
             ping_interval=self.config.ping_interval_s,
             server_header="solrace",
+            create_connection=_Connection,
         )
         log.info("listening", host=self.config.host, port=self.port, backend=self.node.backend.name)
 
@@ -246,13 +278,28 @@ class SolraceServer:
         )
         metrics = self.node.metrics
         metrics.connections.inc()
+        connection = ws if isinstance(ws, _Connection) else None
+        if connection is not None:
+
+            def take(frame: bytes) -> bool:
+                return not closing and self.node.take_move(session, frame)
+
+            connection.take = take
         try:
             async for frame in ws:
+                if connection is not None:
+                    connection.queued -= 1
                 if not closing:
-                    await self.node.handle_frame(session, frame)
+                    session.busy = True
+                    try:
+                        await self.node.handle_frame(session, frame)
+                    finally:
+                        session.busy = False
         except ConnectionClosed:
             pass
         finally:
+            if connection is not None:
+                connection.take = None
             metrics.connections.dec()
             await self.node.disconnected(session)
 

@@ -57,9 +57,10 @@ class ServerConfig:
     """The longest race time limit a room may set."""
     max_countdown_s: int = 30
     progress_interval_s: float = 0.25
-    """The shortest time between two progress events of one player: moves in between are
-    reported together (a finished game at once), so a fast player costs the room a few
-    frames a second, not one per move. 0 reports every move."""
+    """The shortest time between two progress events of one room on this node: the
+    standings its players reached in between are reported together, each player's latest
+    (a finished game at once), so a room costs a few frames a second, not one per move
+    and member. 0 reports every move."""
     daily_time_limit_s: int = 1800
     """The time limit of an attempt at the daily deal."""
     max_write_buffer: int = 1 << 20

@@ -10,18 +10,23 @@ fans published room events out to its local members. It knows nothing of websock
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import structlog
 
 from ..engine import (
+    Change,
     Game,
     IllegalMove,
+    Move,
     NotationError,
+    Status,
+    delta_view,
     format_move,
     new_game,
     parse_move,
@@ -84,25 +89,15 @@ def new_room_code() -> str:
     return "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
 
 
-@dataclass(slots=True)
-class _Standing:
-    """A player's standing waiting to be reported to the room."""
-
-    status: str
-    banked: int
-    moves: int
-    view: dict[str, Any] | None
-    at: int
-    banked_at: int
-
-
 class Session:
     """One connection: who it is, which room and role, and how to send to it."""
 
     __slots__ = (
+        "busy",
         "close",
         "codec",
         "conn_id",
+        "legal",
         "limiter",
         "lock",
         "name",
@@ -133,6 +128,8 @@ class Session:
         self.name = ""
         self.room: str | None = None
         self.role: Role | None = None
+        self.legal = False  # send the legal moves in every ack's delta (hello legal_moves)
+        self.busy = False  # the connection's task is handling one of its frames
 
     async def reply(self, message: ServerMessage) -> None:
         """Send a reply, waiting for the socket to take it."""
@@ -163,9 +160,9 @@ class Node:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._armed: dict[str, int] = {}
-        self._pending: dict[tuple[str, str], _Standing] = {}
-        self._report_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._reported_at: dict[tuple[str, str], float] = {}
+        self._pending: dict[str, dict[str, rooms.Standing]] = {}  # by room, by player
+        self._report_timers: dict[str, asyncio.TimerHandle] = {}
+        self._reported_at: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._later: set[asyncio.TimerHandle] = set()
         self.grace_ms = int(self.config.resume_grace_s * 1000)
@@ -193,9 +190,9 @@ class Node:
 
     async def stop(self) -> None:
         """Report waiting standings, cancel timers and workers, then close the backend."""
-        for key in list(self._pending):
+        for code in list(self._pending):
             try:
-                await self._flush(key)
+                await self._flush_room(code)
             except BackendUnavailable:
                 break
         for timer in [*self._timers.values(), *self._later]:
@@ -301,6 +298,7 @@ class Node:
             old.player_id = None
             self._spawn(old.close(4001, "connected again elsewhere"))
         session.player_id, session.name = player_id, name
+        session.legal = req.legal_moves
         self.sessions[player_id] = session
         structlog.contextvars.bind_contextvars(player=player_id)
         code = await self.backend.player_room(player_id)
@@ -400,7 +398,7 @@ class Node:
     async def _leave_room(self, session: Session, req: LeaveRoom, *, reply: bool = True) -> None:
         player_id = self._identified(session)
         code = self._in_room(session)
-        await self._flush((code, player_id))  # a leaver resigns with every move it made
+        await self._flush_room(code)  # a leaver resigns with every move it made
         outcome = await self.backend.update_room(
             code, lambda r: rooms.leave(r, player_id, self.now_ms())
         )
@@ -562,8 +560,8 @@ class Node:
                         req.id,
                         rev,
                         format_move(game.log[req.rev]),
-                        player_view(game, legal=True),
-                        True,
+                        view=player_view(game, legal=True),
+                        duplicate=True,
                     )
                 )
                 return
@@ -580,7 +578,7 @@ class Node:
         except NotationError as error:
             raise ProtocolError(ErrorCode.BAD_MOVE, str(error)) from None
         try:
-            game.apply(move)
+            change = game.apply(move)
         except IllegalMove as error:
             self.metrics.refused.labels(error.reason.value).inc()
             await self._error(
@@ -597,6 +595,93 @@ class Node:
         except BaseException:
             del self.games[(code, room.race, player_id)]  # rebuilt from the log on next use
             raise
+        self._acked(session, req, move, change, game)
+        if self._stand(code, player_id, game, room):
+            await self._flush_room(code)
+
+    def take_move(self, session: Session, frame: bytes) -> bool:
+        """Carry out a move as its frame comes off the socket, if nothing needs awaiting.
+
+        That is a move on the player's current revision, in a running race, of a game in
+        memory, on a backend that lives in this process. It is then checked, logged,
+        acked and reported exactly as :meth:`handle_frame` would, without a task switch.
+        Every other frame returns False with nothing changed (no token of the rate limit
+        taken), and the connection's task handles it as usual.
+        """
+        if session.busy or session.lock.locked() or not self.backend.in_process:
+            return False
+        started = time.perf_counter()
+        try:
+            req = session.codec.decode(frame)
+        except ProtocolError:
+            return False
+        if type(req) is not PlayMove:
+            return False
+        code, player_id = session.room, session.player_id
+        room = self.rooms.get(code) if code is not None else None
+        if (
+            room is None
+            or code is None
+            or player_id is None
+            or room.state is not RoomState.RACING
+            or session.role is not Role.PLAYER
+            or (standing := room.players.get(player_id)) is None
+            or standing.done
+            or (room.deadline_ms is not None and self.now_ms() >= room.deadline_ms)
+        ):
+            return False
+        game = self.games.get((code, room.race, player_id))
+        if game is None or game.moves != req.rev or game.status is not Status.PLAYING:
+            return False
+        try:
+            move = parse_move(req.move)
+        except NotationError:
+            return False
+        now = time.monotonic()
+        if not session.limiter.can_take(now):
+            return False
+        session.limiter.allow(now)
+        try:
+            try:
+                change = game.apply(move)
+            except IllegalMove as error:
+                self._refused(session, req.id, error, req.rev)
+            else:
+                self.backend.append_move_now(code, room.race, player_id, req.rev, format_move(move))
+                self._acked(session, req, move, change, game)
+                if self._stand(code, player_id, game, room):
+                    self._flush_room_now(code)
+        except Exception:
+            log.exception(
+                "request_failed", type="move", conn=session.conn_id, room=code, player=player_id
+            )
+            self.games.pop((code, room.race, player_id), None)  # rebuilt from the log
+            self.metrics.errors.labels(ErrorCode.INTERNAL.value).inc()
+            session.push(
+                session.codec.encode(Error(req.id, ErrorCode.INTERNAL.value, "the server failed"))
+            )
+        self.metrics.handled("move").observe(time.perf_counter() - started)
+        return True
+
+    def _refused(self, session: Session, request_id: int, error: IllegalMove, rev: int) -> None:
+        self.metrics.refused.labels(error.reason.value).inc()
+        self.metrics.errors.labels(ErrorCode.ILLEGAL_MOVE.value).inc()
+        session.push(
+            session.codec.encode(
+                Error(
+                    request_id,
+                    ErrorCode.ILLEGAL_MOVE.value,
+                    error.message,
+                    error.reason.value,
+                    rev,
+                )
+            )
+        )
+
+    def _acked(
+        self, session: Session, req: PlayMove, move: Move, change: Change, game: Game
+    ) -> None:
+        """Count a logged move and send its ack."""
         self.metrics.moves.inc()
         # The ack goes out without waiting for the socket (the write-buffer limit still
         # guards a slow client), so the room hears of the move at once; a socket that
@@ -604,96 +689,131 @@ class Node:
         try:
             session.push(
                 session.codec.encode(
-                    Ack(req.id, game.moves, format_move(move), player_view(game, legal=True))
+                    Ack(
+                        req.id,
+                        game.moves,
+                        format_move(move),
+                        delta=delta_view(game, change.touched, legal=session.legal),
+                    )
                 )
             )
         except Exception:
             log.warning("ack_not_sent", rev=game.moves)
-        watched = any(m.role is Role.SPECTATOR for m in room.members.values())
-        await self._report(code, player_id, game, watched)
 
-    async def _report(self, code: str, player_id: str, game: Game, watched: bool) -> None:
-        """Tell the room a player's standing, at most once per progress interval.
+    def _stand(self, code: str, player_id: str, game: Game, room: Room) -> bool:
+        """Keep a player's new standing for the room's next report; True if that is due now.
 
-        A finished game is told at once; otherwise a standing reached too soon after the
-        last report waits, and a later move replaces it, so nothing is ever reported late
-        by more than the interval (and its times are those of the moves themselves).
+        The room hears its players' standings in one report per progress interval. A
+        finished game is told at once, with every standing of the room that waits;
+        otherwise a standing reached too soon after the room's last report waits (a timer
+        reports it), and a later move replaces it, so nothing is ever reported late by
+        more than the interval (and its times are those of the moves themselves).
         """
-        key = (code, player_id)
         now = self.now_ms()
         status = game.status.value
-        previous = self._pending.get(key)
-        room = self.rooms.get(code)
-        reported = room.players.get(player_id) if room is not None else None
-        last_banked = previous.banked if previous else (reported.banked if reported else None)
-        banked_at = now if game.banked != last_banked else (previous.banked_at if previous else now)
-        standing = _Standing(
+        waiting = self._pending.setdefault(code, {})
+        previous = waiting.get(player_id)
+        last_at: int | None = None
+        if previous is not None:
+            last_banked, last_at = previous.banked, previous.banked_at_ms
+        else:
+            reported = room.players.get(player_id)
+            last_banked = reported.banked if reported is not None else None
+        banked = game.banked
+        banked_at = now if banked != last_banked or last_at is None else last_at
+        watched = any(m.role is Role.SPECTATOR for m in room.members.values())
+        waiting[player_id] = rooms.Standing(
+            player_id,
+            now,
             status,
-            game.banked,
+            banked,
             game.moves,
             spectator_view(game) if watched else None,
-            now,
             banked_at,
         )
         interval = self.config.progress_interval_s
-        since = time.monotonic() - self._reported_at.get(key, 0.0)
+        since = time.monotonic() - self._reported_at.get(code, 0.0)
         if status != "playing" or interval <= 0 or since >= interval:
-            self._pending.pop(key, None)
-            await self._send_standing(key, standing)
-            return
-        self._pending[key] = standing
-        if key not in self._report_timers:
-            handle = asyncio.get_running_loop().call_later(
-                interval - since, lambda: self._spawn(self._flush(key))
+            return True
+        if code not in self._report_timers:
+            self._report_timers[code] = asyncio.get_running_loop().call_later(
+                interval - since, lambda: self._flush_room_now(code)
             )
-            self._report_timers[key] = handle
+        return False
 
-    async def _flush(self, key: tuple[str, str]) -> None:
-        """Report a waiting standing now."""
-        timer = self._report_timers.pop(key, None)
+    def _drop_pending(self, code: str, player_id: str) -> None:
+        waiting = self._pending.get(code)
+        if waiting is not None:
+            waiting.pop(player_id, None)
+
+    def _flush_room_now(self, code: str) -> None:
+        """Report the room's waiting standings without awaiting, where that can be done.
+
+        It can when the backend lives in this process and every waiting game is still
+        being played (a finished one may end the race, whose results are stored); else
+        a task reports them, after any request in flight on a finished game's connection.
+        """
+        waiting = self._pending.get(code)
+        if not waiting:
+            self._report_timers.pop(code, None)
+            return
+        if not self.backend.in_process or any(s.status != "playing" for s in waiting.values()):
+            self._spawn(self._flush_room_locked(code, waiting))
+            return
+        timer = self._report_timers.pop(code, None)
         if timer is not None:
             timer.cancel()
-        standing = self._pending.pop(key, None)
-        if standing is not None:
-            await self._send_standing(key, standing)
+        del self._pending[code]
+        self._reported_at[code] = time.monotonic()
+        updates = list(waiting.values())
+        try:
+            outcome = self.backend.update_room_now(code, lambda r: rooms.standings(r, updates))
+        except ProtocolError:
+            return  # the race ended meanwhile (its results came from the log and the room)
+        room = outcome.room
+        if room is not None and code in self.local:
+            self.rooms[code] = room
+            self._arm(room)
+        for event in outcome.events:  # progress only: no game in it is over
+            self.backend.publish_now(code, event.to_wire())
 
-    def _drop_pending(self, key: tuple[str, str]) -> None:
-        timer = self._report_timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-        self._pending.pop(key, None)
+    async def _flush_room_locked(self, code: str, waiting: dict[str, rooms.Standing]) -> None:
+        """Flush the room while the sessions of its finished games handle no request."""
+        finished = [
+            self.sessions.get(player_id)
+            for player_id, standing in sorted(waiting.items())
+            if standing.status != "playing"
+        ]
+        async with contextlib.AsyncExitStack() as stack:
+            for session in finished:
+                if session is not None:
+                    await stack.enter_async_context(session.lock)
+            await self._flush_room(code)
 
     async def _flush_room(self, code: str) -> None:
-        for key in [k for k in self._pending if k[0] == code]:
-            await self._flush(key)
-
-    async def _send_standing(self, key: tuple[str, str], standing: _Standing) -> None:
-        code, player_id = key
-        self._reported_at[key] = time.monotonic()
+        """Report the room's waiting standings now, as one progress event."""
+        timer = self._report_timers.pop(code, None)
+        if timer is not None:
+            timer.cancel()
+        waiting = self._pending.pop(code, None)
+        if not waiting:
+            return
+        self._reported_at[code] = time.monotonic()
+        updates = list(waiting.values())
         try:
-            outcome = await self.backend.update_room(
-                code,
-                lambda r: rooms.progress(
-                    r,
-                    player_id,
-                    now_ms=standing.at,
-                    status=standing.status,
-                    banked=standing.banked,
-                    moves=standing.moves,
-                    view=standing.view,
-                    banked_at=standing.banked_at,
-                ),
-            )
+            outcome = await self.backend.update_room(code, lambda r: rooms.standings(r, updates))
         except ProtocolError:
             return  # the race ended meanwhile (its results came from the log and the room)
         except BackendUnavailable:
-            # The move is logged and acked; its standing is told once storage is back.
-            self._pending.setdefault(key, standing)
-            if key not in self._report_timers:
-                handle = asyncio.get_running_loop().call_later(
-                    1.0, lambda: self._spawn(self._flush(key))
+            # The moves are logged and acked; their standings are told once storage is
+            # back, unless newer ones are told first.
+            again = self._pending.setdefault(code, {})
+            for update in updates:
+                again.setdefault(update.player_id, update)
+            if code not in self._report_timers:
+                self._report_timers[code] = asyncio.get_running_loop().call_later(
+                    1.0, lambda: self._flush_room_now(code)
                 )
-                self._report_timers[key] = handle
             return
         await self._publish(code, outcome)
 
@@ -701,7 +821,7 @@ class Node:
         code, room, player_id = self._racing(session)
         game = await self._game(room, player_id)
         game.resign()
-        self._drop_pending((code, player_id))
+        self._drop_pending(code, player_id)
         # The standing comes from the game (rebuilt from the log), not from the room: the
         # room may have missed the last move's progress if Redis failed after its ack.
         banked, moves = game.banked, game.moves
@@ -759,8 +879,7 @@ class Node:
         if timer is not None:
             timer.cancel()
         await self._flush_room(code)
-        for reported in [k for k in self._reported_at if k[0] == code]:
-            del self._reported_at[reported]
+        self._reported_at.pop(code, None)
         self.rooms.pop(code, None)
         self.boards.pop(code, None)
         for key in [k for k in self.games if k[0] == code]:
@@ -880,13 +999,17 @@ class Node:
                         await self._detach(session)
                         if session.player_id is not None:
                             await self.backend.set_player_room(session.player_id, None)
-        if kind == "progress":
-            view = event.get("view")
-            if view is not None:
-                self.boards.setdefault(code, {})[event["player_id"]] = view
-                bare = {k: v for k, v in event.items() if k != "view"}
-                self._deliver(code, bare, event)
-                return
+        if kind == "progress" and any("view" in p for p in event["players"]):
+            boards = self.boards.setdefault(code, {})
+            bare = []
+            for entry in event["players"]:
+                view = entry.get("view")
+                if view is not None:
+                    boards[entry["player_id"]] = view
+                    entry = {k: v for k, v in entry.items() if k != "view"}
+                bare.append(entry)
+            self._deliver(code, {**event, "players": bare}, event)
+            return
         self._deliver(code, event, event)
 
     def _newer(self, code: str, room: Room) -> Room:

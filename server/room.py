@@ -48,6 +48,7 @@ __all__ = [
     "Room",
     "RoomState",
     "Settings",
+    "Standing",
     "check_variant",
     "create",
     "join",
@@ -58,6 +59,7 @@ __all__ = [
     "rematch",
     "set_connected",
     "set_ready",
+    "standings",
     "start",
     "tick",
 ]
@@ -525,6 +527,82 @@ def next_deadline(room: Room, grace_ms: int | None = None) -> int | None:
     return min(times) if times else None
 
 
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A player's standing to record: reached at ``at_ms``, its banked count at ``banked_at_ms``.
+
+    ``banked_at_ms`` is when the count of cards banked was reached (``at_ms`` if None), so
+    that a standing reported late ranks as early; ``view`` goes to spectators only.
+    """
+
+    player_id: str
+    at_ms: int
+    status: str | None = None
+    banked: int | None = None
+    moves: int | None = None
+    view: dict[str, Any] | None = None
+    banked_at_ms: int | None = None
+
+
+def _standing(room: Room, s: Standing) -> PlayerRace:
+    current = room.players[s.player_id]
+    starts = room.starts_ms or s.at_ms
+    elapsed = max(0, s.at_ms - starts)
+    banked = current.banked if s.banked is None else s.banked
+    status = s.status or current.status
+    banked_at = current.banked_at_ms
+    if banked != current.banked:
+        banked_at = max(0, (s.at_ms if s.banked_at_ms is None else s.banked_at_ms) - starts)
+    return PlayerRace(
+        name=current.name,
+        banked=banked,
+        moves=current.moves if s.moves is None else s.moves,
+        status=status,
+        elapsed_ms=elapsed,
+        banked_at_ms=banked_at,
+        finished_ms=elapsed if status in DONE else None,
+    )
+
+
+def standings(room: Room, updates: list[Standing]) -> Outcome:
+    """Record several players' new standings as one ``progress`` event.
+
+    A standing of a player whose game is over already, or who is not in the race, is
+    left out (it may have waited while the game ended); the race ends when every player
+    is done. Nothing at all is recorded outside a running race.
+    """
+    if room.state is not RoomState.RACING:
+        raise _fail(ErrorCode.RACE_NOT_STARTED, "no race is running in this room")
+    players = dict(room.players)
+    entries: list[dict[str, Any]] = []
+    finished = False
+    for update in updates:
+        current = players.get(update.player_id)
+        if current is None or current.done:
+            continue
+        new = players[update.player_id] = _standing(room, update)
+        finished = finished or new.done
+        entry: dict[str, Any] = {
+            "player_id": update.player_id,
+            "banked": new.banked,
+            "moves": new.moves,
+            "status": new.status,
+            "elapsed_ms": new.elapsed_ms,
+        }
+        if update.view is not None:
+            entry["view"] = update.view
+        entries.append(entry)
+    if not entries:
+        return Outcome(room)
+    room = replace(room, players=players)
+    out = _emit(room, lambda r, s: Progress(r.code, s, entries))
+    assert out.room is not None
+    if finished and all(r.done for r in players.values()):
+        over = _finish(out.room, "all_done")
+        return Outcome(over.room, out.events + over.events)
+    return out
+
+
 def progress(
     room: Room,
     player_id: str,
@@ -536,46 +614,17 @@ def progress(
     view: dict[str, Any] | None = None,
     banked_at: int | None = None,
 ) -> Outcome:
-    """Record a player's new standing; the race ends when every player is done.
+    """Record one player's new standing (see :func:`standings`); refused if it is over.
 
     ``now_ms`` is when the standing was reached, and ``banked_at`` when its count of cards
-    banked was (``now_ms`` if not given), so that a standing reported late ranks as early.
+    banked was (``now_ms`` if not given).
     """
     if room.state is not RoomState.RACING or player_id not in room.players:
         raise _fail(ErrorCode.RACE_NOT_STARTED, "no race of yours is running in this room")
     current = room.players[player_id]
     if current.done:
         raise _fail(ErrorCode.GAME_OVER, f"your game is over ({current.status})")
-    elapsed = max(0, now_ms - (room.starts_ms or now_ms))
-    new_banked = current.banked if banked is None else banked
-    new_status = status or current.status
-    updated = replace(
-        current,
-        banked=new_banked,
-        moves=current.moves if moves is None else moves,
-        status=new_status,
-        elapsed_ms=elapsed,
-        banked_at_ms=(
-            max(0, (now_ms if banked_at is None else banked_at) - (room.starts_ms or now_ms))
-            if new_banked != current.banked
-            else current.banked_at_ms
-        ),
-        finished_ms=elapsed if new_status in DONE else None,
-    )
-    players = dict(room.players)
-    players[player_id] = updated
-    room = replace(room, players=players)
-    out = _emit(
-        room,
-        lambda r, s: Progress(
-            r.code, s, player_id, updated.banked, updated.moves, updated.status, elapsed, view
-        ),
-    )
-    assert out.room is not None
-    if new_status in DONE and all(r.done for r in players.values()):
-        finished = _finish(out.room, "all_done")
-        return Outcome(finished.room, out.events + finished.events)
-    return out
+    return standings(room, [Standing(player_id, now_ms, status, banked, moves, view, banked_at)])
 
 
 def ranked_results(players: dict[str, PlayerRace]) -> list[dict[str, Any]]:

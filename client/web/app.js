@@ -1,7 +1,7 @@
 // The page: identity, lobby, room, race, spectating, results and the daily challenge
 // over one websocket.
 
-import { BoardView, drawBoard } from "./board.js";
+import { BoardView, applyDelta, drawBoard } from "./board.js";
 import { Connection, wsUrl } from "./net.js";
 import { VARIANTS, variantTitle } from "./rules.js";
 
@@ -384,14 +384,16 @@ const EVENTS = {
     boardShown = null;
   },
   progress(event) {
-    const player = state.players.find((p) => p.player_id === event.player_id);
-    if (player) {
-      player.banked = event.banked;
-      player.moves = event.moves;
-      player.status = event.status;
-      player.elapsed_ms = event.elapsed_ms;
+    for (const standing of event.players) {
+      const player = state.players.find((p) => p.player_id === standing.player_id);
+      if (player) {
+        player.banked = standing.banked;
+        player.moves = standing.moves;
+        player.status = standing.status;
+        player.elapsed_ms = standing.elapsed_ms;
+      }
+      if (standing.view) state.boards[standing.player_id] = standing.view;
     }
-    if (event.view) state.boards[event.player_id] = event.view;
   },
   race_over(event) {
     state.room.state = "finished";
@@ -440,7 +442,14 @@ async function act(type, fields) {
 async function playMove(text) {
   try {
     const ack = await request("move", { move: text, rev: state.rev });
-    state.view = ack.view;
+    if (ack.view) {
+      state.view = ack.view; // a duplicate's ack carries the whole view
+    } else if (state.view && ack.rev === state.rev + 1) {
+      state.view = applyDelta(state.view, ack.delta);
+    } else {
+      await sync(); // the view held here is older than the move
+      return true;
+    }
     state.rev = ack.rev;
     if (boardView) {
       boardView.update(state.view);

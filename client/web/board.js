@@ -69,6 +69,36 @@ function pileElement(id, kind, title) {
 }
 
 // Draw the board of `view` into a fresh element (no interaction).
+const NAMED_PILES = { r: "reserve", s: "stock", w: "waste" };
+
+// The player's view after an ack's delta (docs/protocol.md, ack), as a new object: each
+// pile named in delta.piles (t2, f1, r, s, w) replaces its part, every other key replaces
+// the view's, and a legal-move list the delta lacks is dropped as out of date. A name
+// that is no pile of the view throws.
+export function applyDelta(view, delta) {
+  const next = { ...view };
+  for (const [name, pile] of Object.entries(delta.piles || {})) {
+    const kind = name.slice(0, 1);
+    const number = name.slice(1);
+    if (NAMED_PILES[kind] && number === "") {
+      next[NAMED_PILES[kind]] = pile;
+      continue;
+    }
+    const key = { t: "tableau", f: "foundations" }[kind];
+    const index = /^[0-9]+$/.test(number) ? Number(number) - 1 : -1;
+    if (!key || index < 0 || index >= view[key].length) {
+      throw new Error(`a delta names no pile ${JSON.stringify(name)} of this view`);
+    }
+    if (next[key] === view[key]) next[key] = [...view[key]];
+    next[key][index] = pile;
+  }
+  for (const [key, value] of Object.entries(delta)) {
+    if (key !== "piles") next[key] = value;
+  }
+  if (!("legal" in delta)) delete next.legal;
+  return next;
+}
+
 export function drawBoard(view) {
   const variant = view.variant;
   const stock = hasStock(variant);

@@ -33,6 +33,21 @@ class Backend(ABC):
     """Where nodes keep what they share."""
 
     name: str = "backend"
+    in_process: bool = False
+    """Whether the room records, move logs and pub/sub live in this process, so that the
+    ``*_now`` methods work: a node then takes a move from its socket without awaiting."""
+
+    def update_room_now(self, code: str, change: RoomUpdate) -> Outcome:
+        """:meth:`update_room` at once (only where :attr:`in_process`)."""
+        raise NotImplementedError
+
+    def append_move_now(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+        """:meth:`append_move` at once (only where :attr:`in_process`)."""
+        raise NotImplementedError
+
+    def publish_now(self, code: str, event: dict[str, Any]) -> None:
+        """:meth:`publish` at once (only where :attr:`in_process`)."""
+        raise NotImplementedError
 
     async def start(self) -> None:  # noqa: B027 (an optional hook)
         """Connect and prepare storage."""

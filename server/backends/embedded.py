@@ -68,6 +68,7 @@ class EmbeddedBackend(Backend):
     """Everything in this process; durable parts in ``data_dir/solrace.sqlite3``."""
 
     name = "embedded"
+    in_process = True
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         self.data_dir = Path(data_dir)
@@ -154,6 +155,10 @@ class EmbeddedBackend(Backend):
 
     async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
         """Atomic by construction: nothing awaits between the read and the write."""
+        return self.update_room_now(code, change)
+
+    def update_room_now(self, code: str, change: RoomUpdate) -> Outcome:
+        """Apply ``change`` to the in-memory record."""
         room = self._rooms.get(code)
         if room is None:
             raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room {code!r}")
@@ -169,6 +174,10 @@ class EmbeddedBackend(Backend):
         return len(self._rooms)
 
     async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+        """Append to the in-memory log, refusing a gap or a rewrite."""
+        self.append_move_now(code, race, player_id, rev, move)
+
+    def append_move_now(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
         """Append to the in-memory log, refusing a gap or a rewrite."""
         log = self._logs.setdefault((code, race, player_id), [])
         if rev != len(log):
@@ -204,6 +213,10 @@ class EmbeddedBackend(Backend):
         return {"variant": row[0], "seed": int(row[1]), "results": json.loads(row[2])}
 
     async def publish(self, code: str, event: dict[str, Any]) -> None:
+        """Hand the event to this process's subscriber, if any."""
+        self.publish_now(code, event)
+
+    def publish_now(self, code: str, event: dict[str, Any]) -> None:
         """Hand the event to this process's subscriber, if any."""
         handler = self._subscribers.get(code)
         if handler is not None:

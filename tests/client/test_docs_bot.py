@@ -37,8 +37,9 @@ async def test_the_documented_bot_plays_until_its_game_ends(
     async with asyncio.timeout(TIMEOUT * 3):
         while last.get("status", "playing") == "playing":
             event = await host.next_event("progress")
-            if event["player_id"] == bot_id:
-                last = event
+            for standing in event["players"]:
+                if standing["player_id"] == bot_id:
+                    last = standing
     await asyncio.wait_for(task, TIMEOUT)
     assert last["status"] in ("stuck", "resigned", "won")
     assert last["moves"] > 0

@@ -20,12 +20,14 @@ from conftest import TIMEOUT, RunningServer
 from solrace.engine import (
     IllegalMove,
     card_name,
+    delta_view,
     format_move,
     new_game,
     parse_move,
     player_view,
     replay,
 )
+from solrace.protocol import apply_delta
 from solrace.server import node as server_node
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -671,3 +673,48 @@ async def test_fit_checks_match_the_engine(pages: Pages) -> None:
         got = await page.evaluate(script, cases)
         for case, targets in zip(cases, got, strict=True):
             assert targets == case["expected"], (variant, case["view"])
+
+
+def delta_cases(variant: str, seed: int, steps: int) -> list[dict[str, Any]]:
+    """Views before random moves (undos too), the moves' deltas and the views after them."""
+    rng = random.Random(f"delta:{variant}:{seed}")
+    game = new_game(variant, seed)
+    cases: list[dict[str, Any]] = []
+    for _ in range(steps):
+        legal = game.legal_moves()
+        if game.status.value != "playing" or not legal:
+            break
+        before = player_view(game, legal=True)
+        move = parse_move("u") if game.can_undo and rng.random() < 0.15 else rng.choice(legal)
+        touched = game.apply(move).touched
+        with_legal = rng.random() < 0.5
+        cases.append(
+            {
+                "before": before,
+                "delta": delta_view(game, touched, legal=with_legal),
+                "expected": player_view(game, legal=with_legal),
+            }
+        )
+    return cases
+
+
+async def test_the_pages_apply_delta_makes_the_engines_next_view(pages: Pages) -> None:
+    """board.js's applyDelta turns the view before a move and its ack's delta into the next."""
+    page = await pages.open()
+    script = """async (cases) => {
+      const board = await import("/board.js");
+      return cases.map(({ before, delta }) => {
+        const kept = JSON.stringify(before);
+        const after = board.applyDelta(before, delta);
+        return { after, untouched: JSON.stringify(before) === kept };
+      });
+    }"""
+    for variant in VARIANTS:
+        cases = [c for seed in range(4) for c in delta_cases(variant, seed, 60)]
+        assert cases
+        got = await page.evaluate(script, cases)
+        for case, result in zip(cases, got, strict=True):
+            assert result["untouched"], "applyDelta changed the view it was given"
+            assert result["after"] == case["expected"], (variant, case["delta"])
+            assert apply_delta(case["before"], case["delta"]) == case["expected"]
+    assert pages.errors == []

@@ -240,9 +240,16 @@ async def event_where(
             return event
 
 
+def standing(event: dict[str, Any], client: Client) -> dict[str, Any] | None:
+    """The standing of ``client``'s player in a progress event, if it has one."""
+    found = [s for s in event["players"] if s["player_id"] == client.player_id]
+    assert len(found) <= 1, event
+    return found[0] if found else None
+
+
 def progress_of(client: Client, moves: int) -> Callable[[dict[str, Any]], bool]:
-    """Matches a progress event of ``client``'s player at ``moves`` moves."""
-    return lambda e: e["player_id"] == client.player_id and e["moves"] == moves
+    """Matches a progress event with ``client``'s player at ``moves`` moves."""
+    return lambda e: (s := standing(e, client)) is not None and s["moves"] == moves
 
 
 # -- tests ---------------------------------------------------------------------------------
@@ -271,8 +278,9 @@ async def test_two_players_race_through_nginx_on_two_nodes(
     await event_where(alice, "progress", progress_of(bob, 2))
 
     await alice.resign()
-    gave_up = await event_where(bob, "progress", lambda e: e["player_id"] == alice.player_id)
-    assert gave_up["status"] == "resigned"
+    event = await event_where(bob, "progress", lambda e: standing(e, alice) is not None)
+    gave_up = standing(event, alice)
+    assert gave_up is not None and gave_up["status"] == "resigned"
     await bob.resign()
     over_a = await alice.next_event("race_over", timeout=TIMEOUT)
     over_b = await bob.next_event("race_over", timeout=TIMEOUT)

@@ -309,6 +309,8 @@ BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
     ("ready", {"ready": "yes"}, "ready"),
     ("ready", {"ready": None}, "ready"),
     ("create_room", {"variant": "canfield", "undo": "false"}, "undo"),
+    ("hello", {"name": "Ann", "legal_moves": 1}, "legal_moves"),
+    ("hello", {"name": "Ann", "legal_moves": None}, "legal_moves"),
 ]
 
 
@@ -347,6 +349,7 @@ SAMPLES: list[Request] = [
     Hello(1, name="Ann"),
     Hello(2, token="0123456789abcdef.c2lnbmF0dXJl"),
     Hello(3, name="Ann", token="0123456789abcdef.c2lnbmF0dXJl"),
+    Hello(20, name="Ann", legal_moves=True),
     CreateRoom(4, "canfield"),
     CreateRoom(5, "british-canister", 2, False, False, 120, 0),
     JoinRoom(6, "ABCD2345"),
@@ -387,10 +390,12 @@ def test_the_two_codecs_carry_the_same_data(request_: Request) -> None:
 
 
 def test_encoded_requests_leave_out_unset_optional_fields() -> None:
+    # The token (None) is left out; legal_moves has a value, False, so it is sent.
     assert json.loads(JsonCodec().encode_request(Hello(1, name="Ann"))) == {
         "type": "hello",
         "id": 1,
         "name": "Ann",
+        "legal_moves": False,
     }
 
 
@@ -402,6 +407,10 @@ def test_defaults_fill_fields_left_out(codec: Codec) -> None:
     )
     assert codec.decode(raw(codec, {"type": "ready", "id": 3})) == SetReady(3, True)
     assert codec.decode(raw(codec, {"type": "hello", "id": 4})) == Hello(4)
+    assert Hello(4).legal_moves is False
+    assert codec.decode(raw(codec, {"type": "hello", "id": 5, "legal_moves": True})) == Hello(
+        5, legal_moves=True
+    )
 
 
 def test_the_catalogue_spec_matches_the_dataclasses() -> None:
@@ -420,6 +429,7 @@ def test_the_catalogue_spec_matches_the_dataclasses() -> None:
         "id": ("int", True),
         "name": ("str?", False),
         "token": ("str?", False),
+        "legal_moves": ("bool", False),
     }
 
 
@@ -432,12 +442,16 @@ SERVER_SAMPLES: list[ServerMessage] = [
     Ok(2),
     Pong(3),
     Error(None, "rate_limited", "too many messages: slow down"),
-    Ack(4, 1, "d", VIEW),
+    Ack(4, 1, "d", delta={"piles": {"s": {"count": 20}}, "moves": 1}),
     RoomSnapshot(None, {"code": "ROOM", "seq": 3}),
     Members("ROOM", 1, "lobby", None, [], {"variant": "canfield"}),
     Countdown("ROOM", 2, 3),
     RaceStarted("ROOM", 3, 1, "canfield", 900, [{"player_id": "p1", "name": "Ann"}]),
-    Progress("ROOM", 4, "p1", 1, 1, "playing", 250),
+    Progress(
+        "ROOM",
+        4,
+        [{"player_id": "p1", "banked": 1, "moves": 1, "status": "playing", "elapsed_ms": 250}],
+    ),
     RaceOver("ROOM", 5, 1, "canfield", 2**64 - 1, []),
     RaceOver("ROOM", 5, 1, "canfield", None, [], "2026-11-30", 1),
     Leaderboard(9, {"date": "2026-11-30", "variant": "canfield", "top": []}),
@@ -478,9 +492,26 @@ def test_none_fields_are_left_out_and_others_kept() -> None:
     assert "id" not in RoomSnapshot(None, {}).to_wire()
     started = RaceStarted("ROOM", 3, 1, "canfield", 900, [])
     assert not {"view", "rev", "boards"} & set(started.to_wire())
-    assert "view" not in Progress("ROOM", 4, "p1", 1, 1, "playing", 250).to_wire()
-    assert Progress("ROOM", 4, "p1", 1, 1, "playing", 250, VIEW).to_wire()["view"] == VIEW
-    assert Ack(4, 1, "d", VIEW).to_wire()["duplicate"] is False  # False is not None
+    standing = {"player_id": "p1", "banked": 1, "moves": 1, "status": "playing"}
+    assert Progress("ROOM", 4, [standing]).to_wire() == {
+        "type": "progress",
+        "room": "ROOM",
+        "seq": 4,
+        "players": [standing],
+    }
+    assert Progress("ROOM", 4, []).to_wire()["players"] == []  # an empty list is not None
+    delta = {"piles": {"s": {"count": 20}}, "moves": 1}
+    fresh = Ack(4, 1, "d", delta=delta).to_wire()
+    assert fresh == {
+        "type": "ack",
+        "id": 4,
+        "rev": 1,
+        "move": "d",
+        "duplicate": False,  # False is not None
+        "delta": delta,
+    }
+    again = Ack(4, 1, "d", view=VIEW, duplicate=True).to_wire()
+    assert again["view"] == VIEW and again["duplicate"] is True and "delta" not in again
 
 
 def test_a_room_without_host_sends_members_without_host() -> None:

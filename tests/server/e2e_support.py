@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -119,11 +120,28 @@ async def events_until(
     raise AssertionError(f"the client closed before the awaited event; got {seen}")
 
 
+def standings(events: list[Frame], player_id: str | None = None) -> list[Frame]:
+    """The entries of the progress events among ``events`` (of ``player_id`` if given)."""
+    return [
+        entry
+        for e in events
+        if e.get("type") == "progress"
+        for entry in e["players"]
+        if player_id is None or entry["player_id"] == player_id
+    ]
+
+
+def standing_of(event: Frame, player_id: str | None) -> Frame:
+    """``player_id``'s entry in one progress event (there must be exactly one)."""
+    assert event.get("type") == "progress", event
+    found = standings([event], player_id)
+    assert len(found) == 1, f"{player_id} has {len(found)} entries in {event}"
+    return found[0]
+
+
 def progress_of(player_id: str | None, moves: int) -> Callable[[Frame], bool]:
-    """Matches the progress event of ``player_id`` at ``moves`` moves."""
-    return lambda e: (
-        e.get("type") == "progress" and e["player_id"] == player_id and e["moves"] == moves
-    )
+    """Matches a progress event with ``player_id``'s standing at ``moves`` moves."""
+    return lambda e: any(s["moves"] == moves for s in standings([e], player_id))
 
 
 def of_type(*types: str) -> Callable[[Frame], bool]:
@@ -145,7 +163,11 @@ def walk(value: Any) -> Iterator[Any]:
 
 
 class RecordingClient(Client):
-    """A client that keeps every frame the server sent it, decoded, in arrival order."""
+    """A client that keeps every frame the server sent it, decoded, in arrival order.
+
+    Each is kept as a copy, as it came: the client fills in an ack's whole ``view`` from
+    its ``delta`` in the frame it decoded, which is not what the server sent.
+    """
 
     def __init__(self, url: str, **kwargs: Any) -> None:
         super().__init__(url, **kwargs)
@@ -153,7 +175,7 @@ class RecordingClient(Client):
 
     def _decode(self, frame: bytes | str) -> Frame:  # type: ignore[override]
         data = Client._decode(frame)
-        self.frames.append(data)
+        self.frames.append(copy.deepcopy(data))
         return data
 
 

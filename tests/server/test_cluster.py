@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import TIMEOUT, RunningServer
+from e2e_support import standing_of, standings
 from redis_cluster import RedisClusterServers
 
 from solrace.client import Client
@@ -77,8 +78,9 @@ async def event_where(
 
 
 async def progress_of(client: Client, player_id: str | None) -> dict[str, Any]:
-    """The next progress event of ``player_id`` that ``client`` hears."""
-    return await event_where(client, "progress", lambda e: e["player_id"] == player_id)
+    """``player_id``'s standing in the next progress event with one that ``client`` hears."""
+    event = await event_where(client, "progress", lambda e: bool(standings([e], player_id)))
+    return standing_of(event, player_id)
 
 
 def room_key(code: str) -> str:

@@ -25,6 +25,9 @@ from e2e_support import (
     fresh,
     of_type,
     progress_of,
+    shows,
+    standing_of,
+    standings,
     steady_move,
 )
 from websockets.exceptions import ConnectionClosed
@@ -54,6 +57,9 @@ class Table:
         assert ack["type"] == "ack", ack
         apply_text(self.game, move)
         assert ack["rev"] == self.game.moves and not ack.get("duplicate")
+        # A fresh move's ack carries the change, without legal moves (hello did not ask).
+        assert "view" not in ack and "legal" not in ack["delta"], ack
+        assert ack["delta"]["moves"] == self.game.moves
         await self.bob_heard_nothing_else(self.game.moves)
         return move
 
@@ -62,11 +68,7 @@ class Table:
         seen = await events_until(self.bob, progress_of(self.alice.player_id, moves))
         self.heard.extend(seen)
         assert [e for e in self.heard if e["type"] == "error"] == []
-        counts = [
-            e["moves"]
-            for e in self.heard
-            if e["type"] == "progress" and e["player_id"] == self.alice.player_id
-        ]
+        counts = [s["moves"] for s in standings(self.heard, self.alice.player_id)]
         assert counts == sorted(set(counts)), counts
 
     async def reconnect_alice(self) -> dict[str, Any]:
@@ -263,6 +265,9 @@ async def test_a_repeated_move_is_acked_again_and_applied_once(
         again = await table.alice.request({"type": "move", "move": spelling, "rev": rev - 1})
         assert again["type"] == "ack" and again["duplicate"] is True
         assert again["rev"] == rev and again["move"] == move
+        # A repeat carries the whole current view, legal moves and all, and no delta.
+        assert "delta" not in again and "legal" in again["view"]
+        assert shows(again["view"], table.game)
     snapshot = await table.bob.sync()
     mine = next(p for p in snapshot["players"] if p["player_id"] == table.alice.player_id)
     assert mine["moves"] == rev
@@ -325,7 +330,8 @@ async def test_a_spectator_cannot_move(server: RunningServer, tables: list[Table
                 assert reply["code"] == "not_a_player"
         await table.alice_plays()
         watched = await carol.recv(progress_of(table.alice.player_id, table.game.moves))
-        assert watched["view"] == spectator_view(table.game)
+        standing = standing_of(watched, table.alice.player_id)
+        assert standing["view"] == spectator_view(table.game)
         # Joining the race as a player is refused too, the spectator stays a spectator.
         reply = await carol.request({"type": "leave_room"})
         assert reply["type"] == "ok"

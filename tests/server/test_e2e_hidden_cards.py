@@ -27,6 +27,7 @@ from e2e_support import (
 )
 
 from solrace.engine import Game, format_move, spectator_view
+from solrace.protocol import apply_delta
 
 SEED = 0x9E3779B97F4A7C15  # a seed no other number in a frame could equal by chance
 MOVES_EACH = 90
@@ -72,15 +73,15 @@ def cards(value: Any) -> set[str]:
 
 
 def boards_in(frame: dict[str, Any], me: str) -> list[tuple[str, dict[str, Any]]]:
-    """Each board a frame carries, with the player whose board it is."""
+    """Each whole board a frame carries, with the player whose board it is."""
     kind = frame.get("type")
     found: list[tuple[str, dict[str, Any]]] = []
     if kind in ("ack", "race_started") and "view" in frame:
         found.append((me, frame["view"]))
     if kind == "race_started" and "boards" in frame:
         found.extend(frame["boards"].items())
-    if kind == "progress" and "view" in frame:
-        found.append((frame["player_id"], frame["view"]))
+    if kind == "progress":
+        found.extend((p["player_id"], p["view"]) for p in frame["players"] if "view" in p)
     if kind == "room":
         room = frame["room"]
         if "view" in room.get("you", {}):
@@ -92,8 +93,13 @@ def boards_in(frame: dict[str, Any], me: str) -> list[tuple[str, dict[str, Any]]
 def check_frames(
     frames: list[dict[str, Any]], me: str, replays: dict[str, Replay], *, spectator: bool
 ) -> int:
-    """Check every frame before race_over; return how many boards were checked."""
+    """Check every frame before race_over; return how many boards were checked.
+
+    An ack's ``delta`` is applied to the player's board of the frame before (the last
+    whole board or delta it got), and the board it makes is checked like a whole one.
+    """
     checked = 0
+    mine: dict[str, Any] | None = None  # the player's own board as its frames built it
     for frame in frames:
         if frame.get("type") == "race_over":
             assert frame["seed"] == SEED
@@ -102,7 +108,17 @@ def check_frames(
         assert "seed" not in leaves and SEED not in leaves, frame
         assert not any(isinstance(v, str) and str(SEED) in v for v in leaves), frame
         boards = boards_in(frame, me)
-        assert cards(frame) == set().union(*(cards(b) for _, b in boards)), frame
+        if frame.get("type") == "ack" and "delta" in frame:
+            assert "view" not in frame and not boards, frame
+            assert mine is not None and mine["moves"] == frame["rev"] - 1, (mine, frame)
+            delta = frame["delta"]
+            built = apply_delta(mine, delta)
+            assert built["moves"] == frame["rev"], frame
+            # Every card in the frame is in the delta, and each is on the board it makes.
+            assert cards(frame) == cards(delta) <= cards(built), frame
+            boards = [(me, built)]
+        else:
+            assert cards(frame) == set().union(*(cards(b) for _, b in boards)), frame
         for owner, board in boards:
             if not spectator:
                 assert owner == me, frame  # a player never sees another player's board
@@ -112,6 +128,8 @@ def check_frames(
             shown = {k: v for k, v in board.items() if k not in PLAYER_ONLY}
             assert shown == replay.boards[rev], (owner, rev)
             checked += 1
+            if owner == me:
+                mine = board
     raise AssertionError("no race_over frame was recorded")
 
 

@@ -12,6 +12,7 @@ from e2e_support import (
     fresh,
     of_type,
     shows,
+    standings,
     steady_move,
     winning_deal,
 )
@@ -60,9 +61,12 @@ async def test_the_winner_of_a_known_deal_ranks_first_and_the_seed_comes_last(
         await alice.move("d")
 
     # Bob has heard of it, but the race goes on while he plays; the seed is still secret.
-    heard = await events_until(bob, lambda e: e.get("status") == "won")
-    assert heard[-1]["player_id"] == alice.player_id and heard[-1]["banked"] == 52
-    assert all("view" not in e for e in heard if e["type"] == "progress")
+    heard = await events_until(bob, lambda e: any(s["status"] == "won" for s in standings([e])))
+    won = [s for s in standings(heard[-1:]) if s["status"] == "won"]
+    assert [(s["player_id"], s["banked"]) for s in won] == [(alice.player_id, 52)]
+    progress = [e for e in heard if e["type"] == "progress"]
+    assert progress and all("view" not in e for e in progress)
+    assert all("view" not in s for s in standings(progress))
     snapshot = await bob.sync()
     assert snapshot["state"] == "racing" and "seed" not in snapshot
 

@@ -16,6 +16,7 @@ from e2e_support import (
     of_type,
     progress_of,
     shows,
+    standings,
     steady_move,
 )
 from websockets.exceptions import ConnectionClosed
@@ -55,7 +56,7 @@ async def play(client: Client, game: Game, count: int) -> None:
 
 def alice_moves(events: list[dict[str, object]], player_id: str | None) -> list[object]:
     """The move counts of a player's progress events, in order."""
-    return [e["moves"] for e in events if e["type"] == "progress" and e["player_id"] == player_id]
+    return [s["moves"] for s in standings(events, player_id)]
 
 
 async def test_a_dropped_player_resumes_with_every_acked_move(
@@ -136,6 +137,7 @@ async def test_a_move_whose_ack_is_lost_is_applied_once_and_acked_as_a_duplicate
     ack = await alice.move(move)
     apply_text(game, move)
     assert lost and lost[0]["rev"] == 3
+    assert "delta" in lost[0] and "view" not in lost[0]  # the duplicate carries the view
     assert ack["duplicate"] is True and ack["rev"] == 3 and shows(ack["view"], game)
     assert alice.resumes == 1
 
@@ -171,7 +173,7 @@ async def test_a_player_gone_past_the_grace_period_counts_as_resigned(
         await bob.resign()
 
         seen = await events_until(bob, of_type("race_over"))
-        gone = [e for e in seen if e["type"] == "progress" and e["player_id"] == alice.player_id]
+        gone = standings(seen, alice.player_id)
         assert gone[-1]["status"] == "resigned"
         dropped = [
             m

@@ -12,6 +12,8 @@ from e2e_support import (
     fresh,
     of_type,
     progress_of,
+    standing_of,
+    standings,
     steady_move,
 )
 
@@ -59,8 +61,9 @@ async def test_a_spectator_sees_every_board_and_players_see_only_progress(
         apply_text(game, move)
         await player.move(move)
         watched = await events_until(carol, progress_of(player.player_id, game.moves))
-        assert watched[-1]["view"] == spectator_view(game)
-        assert watched[-1]["banked"] == game.banked
+        standing = standing_of(watched[-1], player.player_id)
+        assert standing["view"] == spectator_view(game)
+        assert standing["banked"] == game.banked
         assert all(e["type"] != "error" for e in watched)
 
     # A late look (a snapshot) shows the spectator the same boards.
@@ -80,7 +83,9 @@ async def test_a_spectator_sees_every_board_and_players_see_only_progress(
         heard = await events_until(player, of_type("race_over"))
         progress = [e for e in heard if e["type"] == "progress"]
         assert len(progress) == MOVES + 2  # every move and both resignations
+        assert len(standings(progress)) == MOVES + 2
         assert all("view" not in e and "boards" not in e for e in heard)
+        assert all("view" not in s for s in standings(progress))
 
 
 async def test_a_dropped_spectator_is_back_in_the_room_after_resuming(

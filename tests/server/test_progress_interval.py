@@ -1,4 +1,4 @@
-"""Progress is reported at most once per interval per player, and never lost."""
+"""Progress is reported at most once per interval per room, and never lost."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from conftest import TIMEOUT, ServerFactory
+from e2e_support import standings
 
 from solrace.client import Client
 from solrace.server import BackendUnavailable
@@ -13,8 +14,10 @@ from solrace.server import BackendUnavailable
 INTERVAL = 0.3
 
 
-async def _race(start_server: ServerFactory) -> tuple[Any, Client, Client]:
-    server = await start_server(progress_interval_s=INTERVAL)
+async def _race(
+    start_server: ServerFactory, interval: float = INTERVAL
+) -> tuple[Any, Client, Client]:
+    server = await start_server(progress_interval_s=interval)
     fast = Client(server.url, name="fast", request_timeout=TIMEOUT)
     rival = Client(server.url, name="rival", request_timeout=TIMEOUT)
     await fast.connect()
@@ -39,12 +42,11 @@ async def test_a_burst_of_moves_reaches_the_room_as_few_reports_with_the_last_st
             await fast.move("u")
         took = loop.time() - began
         assert fast.rev == 20
-        heard: list[dict[str, Any]] = []
+        heard: list[dict[str, Any]] = []  # fast's standings, one per report that has it
         async with asyncio.timeout(TIMEOUT):
             while not heard or heard[-1]["moves"] < 20:
                 event = await rival.next_event("progress")
-                if event["player_id"] == fast.player_id:
-                    heard.append(event)
+                heard.extend(standings([event], fast.player_id))
         # The first move is told at once; the rest within the interval, together: at most
         # one report per interval the burst lasted, and one more for its tail.
         assert heard[0]["moves"] == 1
@@ -53,6 +55,41 @@ async def test_a_burst_of_moves_reaches_the_room_as_few_reports_with_the_last_st
         snapshot = await rival.sync()
         standing = next(p for p in snapshot["players"] if p["player_id"] == fast.player_id)
         assert standing["moves"] == 20
+    finally:
+        await fast.close()
+        await rival.close()
+
+
+async def test_two_players_moving_in_one_interval_are_told_in_one_report(
+    start_server: ServerFactory,
+) -> None:
+    interval = 1.0  # long enough for two moves to be acked within it on a loaded machine
+    _, fast, rival = await _race(start_server, interval)
+    try:
+        loop = asyncio.get_running_loop()
+        await fast.move("d")  # the room's first report: told at once, alone
+        first = await rival.next_event("progress", timeout=TIMEOUT)
+        reported = loop.time()
+        assert [(s["player_id"], s["moves"]) for s in first["players"]] == [(fast.player_id, 1)]
+        # Both move right after it: their standings wait for the rest of the interval.
+        await asyncio.gather(fast.move("d"), rival.move("d"))
+        acked = loop.time() - reported
+        together = await rival.next_event("progress", timeout=TIMEOUT)
+        waited = loop.time() - reported
+        assert acked < interval, f"the moves took {acked:.2f}s: this machine is too slow"
+        assert together["seq"] == first["seq"] + 1
+        assert sorted((s["player_id"], s["moves"]) for s in together["players"]) == sorted(
+            [(fast.player_id, 2), (rival.player_id, 1)]
+        )
+        assert all("view" not in s for s in together["players"])
+        assert waited >= interval * 0.8  # held back for the interval (timers may run early)
+        # The other player hears the same single report.
+        heard = await fast.next_event("progress", timeout=TIMEOUT)
+        while heard["seq"] < together["seq"]:
+            heard = await fast.next_event("progress", timeout=TIMEOUT)
+        assert heard == together
+        snapshot = await rival.sync()
+        assert snapshot["seq"] == together["seq"]
     finally:
         await fast.close()
         await rival.close()
@@ -82,12 +119,11 @@ async def test_leaving_reports_the_moves_still_waiting(start_server: ServerFacto
         await fast.move("d")
         await fast.move("d")
         await fast.leave()
-        heard = []
+        heard: list[dict[str, Any]] = []
         async with asyncio.timeout(TIMEOUT):
             while not heard or heard[-1]["status"] == "playing":
                 event = await rival.next_event("progress")
-                if event["player_id"] == fast.player_id:
-                    heard.append(event)
+                heard.extend(standings([event], fast.player_id))
         assert heard[-1]["status"] == "resigned" and heard[-1]["moves"] == 3
     finally:
         await fast.close()
@@ -109,14 +145,22 @@ async def test_a_standing_storage_refused_is_told_once_it_is_back(
 
     try:
         monkeypatch.setattr(backend, "update_room", away_once)
+        # Only storage outside the process can be away: a node updates an in-process
+        # backend's rooms at once (update_room_now), which nothing refuses. The embedded
+        # backend is taken for an outside one here, so that the node awaits update_room.
+        monkeypatch.setattr(backend, "in_process", False)
         ack = await fast.move("d")  # logged and acked; the room update is refused
-        assert ack["rev"] == 1 and not refusals
+        assert ack["rev"] == 1
         async with asyncio.timeout(TIMEOUT):
             while True:
                 event = await rival.next_event("progress")
-                if event["player_id"] == fast.player_id:
+                told = standings([event], fast.player_id)
+                if told:
                     break
-        assert event["moves"] == 1
+        # The ack does not wait for the room: the refusal may come after it, but before
+        # the standing is told.
+        assert not refusals, "the room update was never refused"
+        assert [s["moves"] for s in told] == [1]
     finally:
         await fast.close()
         await rival.close()

@@ -17,8 +17,8 @@ async def test_two_players_race_and_see_each_others_progress(make_client: Client
     ack = await alice.move("d")
     assert ack["rev"] == 1
     seen = await bob.next_event("progress", timeout=TIMEOUT)
-    assert seen["player_id"] == alice.player_id and seen["moves"] == 1
-    assert "view" not in seen
+    assert [(s["player_id"], s["moves"]) for s in seen["players"]] == [(alice.player_id, 1)]
+    assert "view" not in seen and "view" not in seen["players"][0]
     await alice.resign()
     await bob.resign()
     over = await bob.next_event("race_over", timeout=TIMEOUT)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import TIMEOUT, RunningServer
+from e2e_support import standing_of, standings
 from redis_server import RedisServer
 
 from solrace.client import Client, ServerError
@@ -53,11 +54,11 @@ async def acked(client: Client, move: str) -> dict[str, Any]:
 
 
 async def progress_of(client: Client, player_id: str | None) -> dict[str, Any]:
-    """The next progress event of ``player_id`` that ``client`` hears."""
+    """``player_id``'s standing in the next progress event with one that ``client`` hears."""
     while True:
         event = await client.next_event("progress", timeout=TIMEOUT)
-        if event["player_id"] == player_id:
-            return event
+        if standings([event], player_id):
+            return standing_of(event, player_id)
 
 
 async def test_members_get_a_snapshot_once_the_pub_sub_connection_is_back(

@@ -501,18 +501,133 @@ def test_progress_records_the_standing_and_carries_the_view() -> None:
         "type": "progress",
         "room": "ROOM",
         "seq": room.seq,
-        "player_id": "ann",
-        "banked": 3,
-        "moves": 4,
-        "status": "playing",
-        "elapsed_ms": 1500,
-        "view": view,
+        "players": [
+            {
+                "player_id": "ann",
+                "banked": 3,
+                "moves": 4,
+                "status": "playing",
+                "elapsed_ms": 1500,
+                "view": view,
+            }
+        ],
     }
     assert room.players["ann"] == PlayerRace(
         "Ann", banked=3, moves=4, elapsed_ms=1500, banked_at_ms=1500
     )
-    without = rooms.progress(room, "ann", now_ms=T0 + 1600, moves=5)
-    assert "view" not in without.events[0].to_wire()
+    without = rooms.progress(room, "ann", now_ms=T0 + 1600, moves=5).events[0].to_wire()
+    assert without["players"] == [
+        {"player_id": "ann", "banked": 3, "moves": 5, "status": "playing", "elapsed_ms": 1600}
+    ]
+    assert "view" not in without
+
+
+def test_standings_of_several_players_make_one_progress_event() -> None:
+    room = racing("ann", "bob", "cat")
+    seq = room.seq
+    view = {"variant": "canfield", "banked": 2}
+    outcome = rooms.standings(
+        room,
+        [
+            rooms.Standing("cat", T0 + 1200, "playing", 2, 3, view, T0 + 1100),
+            rooms.Standing("ann", T0 + 1500, "playing", 1, 7),  # banked as dealt
+        ],
+    )
+    room = step(room, outcome)
+    (event,) = outcome.events
+    assert isinstance(event, Progress)
+    assert event.seq == room.seq == seq + 1
+    # One entry per update, in the updates' order; a view only where one was given.
+    assert event.to_wire() == {
+        "type": "progress",
+        "room": "ROOM",
+        "seq": seq + 1,
+        "players": [
+            {
+                "player_id": "cat",
+                "banked": 2,
+                "moves": 3,
+                "status": "playing",
+                "elapsed_ms": 1200,
+                "view": view,
+            },
+            {"player_id": "ann", "banked": 1, "moves": 7, "status": "playing", "elapsed_ms": 1500},
+        ],
+    }
+    assert room.players["cat"] == PlayerRace(
+        "Cat", banked=2, moves=3, elapsed_ms=1200, banked_at_ms=1100
+    )
+    assert room.players["ann"] == PlayerRace("Ann", banked=1, moves=7, elapsed_ms=1500)
+    assert room.players["bob"] == PlayerRace("Bob", banked=1)
+    assert room.state is RoomState.RACING
+
+
+def test_standings_leave_out_a_player_whose_game_is_over() -> None:
+    room = racing("ann", "bob", "cat", spectators=("sue",))
+    room = step(room, rooms.progress(room, "bob", now_ms=T0 + 100, status="resigned", moves=2))
+    resigned = room.players["bob"]
+    outcome = rooms.standings(
+        room,
+        [
+            rooms.Standing("bob", T0 + 900, "playing", 5, 9),  # waited while bob resigned
+            rooms.Standing("ann", T0 + 1000, "playing", 1, 4),
+            rooms.Standing("sue", T0 + 1000, "playing", 1, 1),  # a spectator: not racing
+        ],
+    )
+    room = step(room, outcome)
+    (event,) = outcome.events
+    assert isinstance(event, Progress)
+    assert [(p["player_id"], p["moves"]) for p in event.players] == [("ann", 4)]
+    assert room.players["bob"] == resigned and "sue" not in room.players
+    # Nothing to tell at all: no event, and the record stays as it was.
+    nothing = rooms.standings(room, [rooms.Standing("bob", T0 + 2000, "playing", 6, 10)])
+    assert nothing.events == () and nothing.room == room
+    assert rooms.standings(room, []).events == ()
+
+
+def test_standings_end_the_race_when_the_last_players_are_done() -> None:
+    room = racing("ann", "bob", "cat")
+    room = step(room, rooms.progress(room, "bob", now_ms=T0 + 1000, status="resigned"))
+    # One update finishing one game while another goes on does not end the race.
+    still = rooms.standings(
+        room,
+        [
+            rooms.Standing("ann", T0 + 2000, "playing", 3, 10),
+            rooms.Standing("cat", T0 + 2000, "stuck", 4, 12),
+        ],
+    )
+    assert types(still) == ["progress"]
+    assert still.room is not None and still.room.state is RoomState.RACING
+    # The update that makes every player done ends it, after its progress event.
+    outcome = rooms.standings(
+        room,
+        [
+            rooms.Standing("cat", T0 + 8000, "stuck", 20, 50),
+            rooms.Standing("ann", T0 + 9000, "won", 52, 80),
+        ],
+    )
+    room = step(room, outcome)
+    assert types(outcome) == ["progress", "race_over"]
+    progress, over = outcome.events
+    assert isinstance(progress, Progress) and isinstance(over, RaceOver)
+    assert [(p["player_id"], p["status"]) for p in progress.players] == [
+        ("cat", "stuck"),
+        ("ann", "won"),
+    ]
+    assert room.state is RoomState.FINISHED
+    assert [(r["rank"], r["player_id"], r["status"], r["time_ms"]) for r in over.results] == [
+        (1, "ann", "won", 9000),
+        (2, "cat", "stuck", 8000),
+        (3, "bob", "resigned", 1000),
+    ]
+
+
+def test_standings_need_a_running_race() -> None:
+    update = [rooms.Standing("ann", T0, "playing", 0, 1)]
+    refused(ErrorCode.RACE_NOT_STARTED, lambda: rooms.standings(lobby("ann", "bob"), update))
+    refused(ErrorCode.RACE_NOT_STARTED, lambda: rooms.standings(counting("ann", "bob"), update))
+    over = finished("ann", "bob")
+    refused(ErrorCode.RACE_NOT_STARTED, lambda: rooms.standings(over, update))
 
 
 def test_banked_at_moves_only_when_the_banked_count_changes() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
+from e2e_support import standing_of, standings
 
 from solrace.client import Client
 
@@ -21,6 +22,11 @@ async def event_where(
         event = await client.next_event(kind, timeout=TIMEOUT)
         if test(event):
             return event
+
+
+def has(player_id: str | None) -> Callable[[dict[str, Any]], bool]:
+    """Matches a progress event with a standing of ``player_id``."""
+    return lambda e: bool(standings([e], player_id))
 
 
 def names(event: dict[str, Any]) -> list[str]:
@@ -51,15 +57,17 @@ async def test_players_on_two_nodes_race_and_see_each_others_progress(
 
     ack = await alice.move("d")
     assert ack["rev"] == 1
-    seen = await event_where(bob, "progress", lambda e: e["player_id"] == alice.player_id)
-    assert seen["moves"] == 1 and "view" not in seen
-    watched = await event_where(carol, "progress", lambda e: e["player_id"] == alice.player_id)
-    assert watched["moves"] == 1 and watched["view"], "spectators see the board"
+    seen = await event_where(bob, "progress", has(alice.player_id))
+    mine = standing_of(seen, alice.player_id)
+    assert mine["moves"] == 1 and "view" not in mine and "view" not in seen
+    watched = await event_where(carol, "progress", has(alice.player_id))
+    mine = standing_of(watched, alice.player_id)
+    assert mine["moves"] == 1 and mine["view"], "spectators see the board"
 
     ack = await bob.move("d")
     assert ack["rev"] == 1
-    seen = await event_where(alice, "progress", lambda e: e["player_id"] == bob.player_id)
-    assert seen["moves"] == 1
+    seen = await event_where(alice, "progress", has(bob.player_id))
+    assert standing_of(seen, bob.player_id)["moves"] == 1
 
     await alice.resign()
     await bob.resign()
@@ -91,9 +99,9 @@ async def test_a_player_resumes_on_another_node_and_plays_on_from_the_log(
     assert moved.player_id == alice.player_id and moved.room is not None
     assert moved.room["you"]["rev"] == 1
     assert (await moved.move("d"))["rev"] == 2
-    await event_where(bob, "progress", lambda e: e["player_id"] == alice.player_id)
+    await event_where(bob, "progress", has(alice.player_id))
     seen = await bob.next_event("progress", timeout=TIMEOUT)
-    assert seen["player_id"] == alice.player_id and seen["moves"] == 2
+    assert [(s["player_id"], s["moves"]) for s in seen["players"]] == [(alice.player_id, 2)]
     await moved.close()
 
     # And back on the first node, where Bob kept the room: it plays on from the log too.

@@ -1,0 +1,222 @@
+"""Moves taken as their frames come off the socket (Node.take_move), and what it declines.
+
+On the embedded backend a move on the player's current revision is checked, logged,
+acked and reported without a task switch; every other frame goes to the connection's
+task. These tests hold the two ways to the same answers and to the order frames came in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from conftest import TIMEOUT, RunningServer, ServerFactory
+from e2e_support import RawClient
+from websockets.frames import Frame, Opcode
+
+from solrace.engine import Game, new_game, parse_move
+from solrace.protocol import Limits, MsgpackCodec, RateLimiter, apply_delta
+from solrace.server import Node, ServerConfig, make_backend
+from solrace.server.node import Session
+
+
+class Recorder:
+    """A session's two ways out, keeping every frame pushed or sent."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+
+    def push(self, frame: bytes | str) -> None:
+        assert isinstance(frame, bytes)
+        self.frames.append(msgpack.unpackb(frame))
+
+    async def send(self, frame: bytes | str) -> None:
+        self.push(frame)
+
+    async def close(self, code: int, reason: str) -> None:
+        raise AssertionError(f"closed {code} {reason}")
+
+
+async def racing_node(tmp_path: Path, **limits: Any) -> tuple[Node, Session, Recorder, Game]:
+    """A node on the embedded backend with one player racing alone in a Canfield room."""
+    config = ServerConfig(data_dir=tmp_path, progress_interval_s=0.0, limits=Limits(**limits))
+    node = Node(make_backend(config), config)
+    await node.start()
+    out = Recorder()
+    lim = config.limits
+    session = Session(
+        "c1",
+        MsgpackCodec(lim),
+        out.send,
+        out.push,
+        out.close,
+        RateLimiter(lim.messages_per_second, lim.burst, time.monotonic()),
+    )
+    codec = MsgpackCodec()
+    for request in (
+        {"type": "hello", "id": 1, "name": "ann"},
+        {"type": "create_room", "id": 2, "variant": "canfield", "countdown": 0},
+        {"type": "start", "id": 3},
+    ):
+        await node.handle_frame(session, codec.dumps(request))
+    async with asyncio.timeout(TIMEOUT):  # the room's events go out from its own task
+        while not any(f["type"] == "race_started" for f in out.frames):
+            await asyncio.sleep(0.01)
+    started = [f for f in out.frames if f["type"] == "race_started"]
+    assert started and started[0]["rev"] == 0, out.frames
+    (game,) = node.games.values()
+    return node, session, out, game
+
+
+def progress_entries(out: Recorder) -> list[dict[str, Any]]:
+    return [s for f in out.frames if f["type"] == "progress" for s in f["players"]]
+
+
+def move_frame(request_id: int, move: str, rev: int) -> bytes:
+    return MsgpackCodec().dumps({"type": "move", "id": request_id, "move": move, "rev": rev})
+
+
+async def test_a_move_on_the_current_revision_is_taken_logged_acked_and_reported(
+    tmp_path: Path,
+) -> None:
+    node, session, out, game = await racing_node(tmp_path)
+    view = next(f for f in out.frames if f["type"] == "race_started")["view"]
+    local = new_game("canfield", game.seed)
+    del out.frames[:]
+    for rev, text in enumerate(["d", "d", "u", "d"]):
+        assert node.take_move(session, move_frame(10 + rev, text, rev)) is True
+        local.apply(parse_move(text))
+        ack = out.frames[-1]  # pushed at once; the room's progress follows from its task
+        assert ack["type"] == "ack" and ack["id"] == 10 + rev and ack["rev"] == rev + 1
+        view = apply_delta(view, ack["delta"])
+    assert game.position() == local.position()
+    code = session.room
+    assert code is not None
+    assert await node.backend.read_moves(code, 1, session.player_id or "") == ["d", "d", "u", "d"]
+    async with asyncio.timeout(TIMEOUT):
+        while len(reported := progress_entries(out)) < 4:
+            await asyncio.sleep(0.01)
+    assert [s["moves"] for s in reported] == [1, 2, 3, 4]  # every move: the interval is 0
+    assert node.rooms[code].players[session.player_id or ""].moves == 4
+    assert view["stock"] == {"count": len(local.stock)} and view["moves"] == 4
+    assert node.metrics.registry.get_sample_value("solrace_moves_total") == 4
+    await node.stop()
+
+
+async def test_frames_it_cannot_finish_at_once_are_declined_with_nothing_changed(
+    tmp_path: Path,
+) -> None:
+    node, session, out, game = await racing_node(tmp_path, burst=5, messages_per_second=0.001)
+    codec = MsgpackCodec()
+    before, count = game.position(), len(out.frames)
+    tokens = session.limiter.can_take(time.monotonic())
+    declined = [
+        codec.dumps({"type": "ping", "id": 20}),  # not a move
+        move_frame(21, "d", 5),  # a stale revision: the task answers it
+        move_frame(22, "zz", 0),  # bad notation
+        b"\xc1",  # not msgpack
+    ]
+    for frame in declined:
+        assert node.take_move(session, frame) is False
+    session.busy = True  # the connection's task is handling a frame
+    assert node.take_move(session, move_frame(23, "d", 0)) is False
+    session.busy = False
+    async with session.lock:  # a snapshot is being sent
+        assert node.take_move(session, move_frame(24, "d", 0)) is False
+    assert game.position() == before and game.moves == 0
+    assert len(out.frames) == count
+    assert session.limiter.can_take(time.monotonic()) == tokens
+    await node.stop()
+
+
+async def test_an_illegal_move_is_refused_with_its_reason_and_the_game_kept(
+    tmp_path: Path,
+) -> None:
+    node, session, out, game = await racing_node(tmp_path)
+    before = game.position()
+    assert node.take_move(session, move_frame(30, "u", 0)) is True  # nothing to undo yet
+    error = out.frames[-1]
+    assert error["type"] == "error" and error["id"] == 30
+    assert error["code"] == "illegal_move" and error["reason"] == "nothing_to_undo"
+    assert error["rev"] == 0
+    assert game.position() == before and game.moves == 0
+    assert node.take_move(session, move_frame(31, "d", 0)) is True
+    assert out.frames[-1]["type"] == "ack" and out.frames[-1]["rev"] == 1
+    await node.stop()
+
+
+async def test_the_rate_limit_holds_for_moves_taken_at_once(tmp_path: Path) -> None:
+    node, session, out, game = await racing_node(tmp_path, burst=3, messages_per_second=0.001)
+    # hello, create and start took the three tokens: the move waits for the task.
+    assert node.take_move(session, move_frame(40, "d", 0)) is False
+    await node.handle_frame(session, move_frame(40, "d", 0))
+    assert out.frames[-1]["code"] == "rate_limited" and game.moves == 0
+    await node.stop()
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_backend_in_another_process_leaves_every_move_to_the_task(
+    start_server: ServerFactory,
+) -> None:
+    running = await start_server()
+    raw = await RawClient.open(running.url)
+    code = (await raw.request({"type": "create_room", "variant": "canfield", "countdown": 0}))[
+        "room"
+    ]["code"]
+    assert (await raw.request({"type": "start"}))["type"] == "ok"
+    await raw.recv(lambda f: f.get("type") == "race_started")
+    session = running.node.sessions[raw.player_id]
+    assert running.node.take_move(session, move_frame(50, "d", 0)) is False
+    ack = await raw.request({"type": "move", "move": "d", "rev": 0})
+    assert ack["type"] == "ack" and ack["rev"] == 1
+    assert await running.node.backend.read_moves(code, 1, raw.player_id) == ["d"]
+
+
+async def open_race(running: RunningServer) -> RawClient:
+    raw = await RawClient.open(running.url)
+    reply = await raw.request({"type": "create_room", "variant": "canfield", "countdown": 0})
+    assert reply["type"] == "room"
+    assert (await raw.request({"type": "start"}))["type"] == "ok"
+    await raw.recv(lambda f: f.get("type") == "race_started")
+    return raw
+
+
+def client_frames(*requests: dict[str, Any]) -> bytes:
+    """Masked client frames for ``requests``, to write to the socket in one piece."""
+    return b"".join(
+        Frame(Opcode.BINARY, msgpack.packb(r)).serialize(mask=True, extensions=[]) for r in requests
+    )
+
+
+async def test_frames_that_arrive_together_are_answered_in_their_order(
+    start_server: ServerFactory,
+) -> None:
+    raw = await open_race(await start_server())
+    # One write, so the server reads them at once: a ping (for the connection's task)
+    # before two moves, then a sync. A move taken ahead of the ping would be acked first.
+    raw.ws.transport.write(
+        client_frames(
+            {"type": "ping", "id": 60},
+            {"type": "move", "id": 61, "move": "d", "rev": 0},
+            {"type": "move", "id": 62, "move": "d", "rev": 1},
+            {"type": "sync", "id": 63},
+        )
+    )
+    replies = [await raw.recv(lambda f: f.get("id") in (60, 61, 62, 63)) for _ in range(4)]
+    assert [(r["id"], r["type"]) for r in replies] == [
+        (60, "pong"),
+        (61, "ack"),
+        (62, "ack"),
+        (63, "room"),
+    ]
+    assert replies[2]["rev"] == 2 and replies[3]["room"]["you"]["rev"] == 2
+    # Then moves alone, also in one write: all taken, in order.
+    raw.ws.transport.write(
+        client_frames(*({"type": "move", "id": 70 + r, "move": "u", "rev": r} for r in (2, 3)))
+    )
+    acks = [await raw.recv(lambda f: f.get("id") in (70 + 2, 70 + 3)) for _ in range(2)]
+    assert [(a["id"], a["rev"]) for a in acks] == [(72, 3), (73, 4)]
