@@ -1,24 +1,35 @@
 """Server benchmark: solrace next to a bare websockets echo server, driven by one harness.
 
-Four phases, each on a fresh server process (pinned to one core; the harness pinned to
-another when the machine has two):
+Load phases, then two idle phases, each on a fresh server process (pinned to one core;
+the harness pinned to another when the machine has two):
 
 ``echo load``     ``--players`` connections send a frame the size of a move request and
                   wait for it to come back, over and over (closed loop).
 ``solrace load``  the same number of players in ``--rooms`` rooms race (countdown 0, undo
                   on): each sends a move (``d``, then ``u``, then ``d``... which stays
-                  legal for ever), waits for its ack, repeats. Every player also reads the
-                  room's ``progress`` events; they count as received frames, not replies.
-                  A deal that leaves nothing but draws makes every player ``stuck`` at
-                  once and ends the race; the room's host then asks for a rematch.
+                  legal for ever), waits for its ack, repeats. The server acks a move
+                  with a ``delta`` of the player's view, not the whole view; the harness
+                  reads only the ack's ``rev`` and works out its next move itself. Every
+                  player also reads its room's ``progress`` events, which count as
+                  received frames, not replies: the server batches them per room, one
+                  per room per progress interval (0.25 s by default) to each member, so
+                  events/s is about rooms x 4 members x 4 per second (rooms of 4, the
+                  default). A deal that leaves nothing but draws makes every player
+                  ``stuck`` at once and ends the race; the room's host then asks for a
+                  rematch.
 ``echo idle``     ``--idle`` connections each exchange one hello-sized frame, then idle.
 ``solrace idle``  ``--idle`` players say hello and join rooms of the same size, then idle.
 
-Load phases warm up, then count round trips and time each one for ``--seconds``; they
-also read the server's CPU time from /proc, so each rate is given twice: per second of
-wall clock, and per CPU-second of the server (the rate a whole core would give, which
-holds still when other work shares the machine). Idle phases read the server's VmRSS
-from /proc before connecting and after settling.
+The load phases run ``--rounds`` times each, alternating (echo, solrace, echo,
+solrace...), so that a slow drift of the machine between phases affects both kinds
+alike. Each load phase warms up, then counts round trips and times each one for
+``--seconds``; it also reads the server's CPU time from /proc, so each rate is given
+twice: per second of wall clock, and per CPU-second of the server (the rate a whole
+core would give, which holds still when other work shares the machine). A kind's rounds
+are combined into one result (counts and seconds summed, CPU shares weighted by
+seconds, percentiles over every round trip of its rounds), which the table and the
+headline ratios use; a line per round gives that round's ratios too. Idle phases read
+the server's VmRSS from /proc before connecting and after settling.
 
 The harness speaks just enough websocket by hand (binary frames masked with a zero key,
 ping, close) on ``asyncio.Protocol`` connections, with msgpack payloads, so that a
@@ -31,13 +42,15 @@ A readable table and progress lines go to stderr; the last line of stdout holds 
 headline figures as ``key=value`` pairs.
 
     python3 bench/server.py [--players 1000] [--rooms 250] [--seconds 10] [--idle 5000]
+                            [--rounds 3] [--legal] [--profile FILE]
 
-``--push-reference`` adds a load phase on a third server that plays no game but sends
-what solrace sends per move: an ack with a real player view, and a ``progress`` frame to
-each connection of its room. It tells the cost of the frames apart from the rest.
+``--legal`` makes the solrace players' hello ask for ``legal_moves``: the server then
+adds the list of legal moves to every move's ack, which costs it time. By default they
+are not asked for: the harness, like the browser page, works out what it needs itself.
 
 ``--profile FILE`` also records a cProfile (CPU time) of the solrace server during the
-load window (slower; its figures are then not comparable) and prints the top entries.
+load window of the first solrace round (slower; that round's figures, and so the
+combined ones, are then not comparable) and prints the top entries.
 """
 
 from __future__ import annotations
@@ -102,43 +115,6 @@ async def _echo(ws: Any) -> None:
         await ws.send(message)
 
 
-def _push_handler(size: int, variant: str) -> Callable[[Any], Any]:
-    """The push reference: no game, but solrace's frames, ack and progress fan-out.
-
-    Connections are grouped by arrival into rooms of ``size``. Each request is answered
-    with an ack carrying a real player view (with its legal moves), then a real
-    ``progress`` frame goes to every connection of the group, as solrace does per move.
-    """
-    from websockets.asyncio.server import broadcast
-
-    from solrace.engine import new_game, parse_move, player_view
-    from solrace.protocol import Ack, MsgpackCodec, Progress
-    from solrace.server.identity import new_player_id
-
-    codec = MsgpackCodec()
-    game = new_game(variant, 1)
-    game.apply(parse_move("d"))
-    view = player_view(game, legal=True)
-    event = Progress("ABCDEFGH", 1, new_player_id(), game.banked, 1, "playing", 1234)
-    progress_frame = codec.encode(event)
-    groups: list[set[Any]] = []
-
-    async def handler(ws: Any) -> None:
-        if not groups or len(groups[-1]) >= size:
-            groups.append(set())
-        group = groups[-1]
-        group.add(ws)
-        try:
-            async for message in ws:
-                request = codec.loads(message)
-                await ws.send(codec.encode(Ack(request["id"], request["rev"] + 1, "d", view)))
-                broadcast(group, progress_frame)
-        finally:
-            group.discard(ws)
-
-    return handler
-
-
 async def _serve(args: argparse.Namespace) -> None:
     from websockets.asyncio.server import serve
 
@@ -150,12 +126,9 @@ async def _serve(args: argparse.Namespace) -> None:
     # Same websocket settings as SolraceServer.start, so only the application differs.
     defaults = ServerConfig()
     close: Callable[[], Any]
-    if kind in ("echo", "push"):
-        handler = (
-            _echo if kind == "echo" else _push_handler(args.players // args.rooms, args.variant)
-        )
+    if kind == "echo":
         server = await serve(
-            handler,
+            _echo,
             HOST,
             0,
             compression=None,
@@ -256,8 +229,7 @@ async def start_server(
     data_dir = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir))
     log_path = data_dir / "server.log"
     command = [sys.executable, str(Path(__file__).resolve()), "--serve", kind]
-    command += ["--data-dir", str(data_dir), "--players", str(args.players)]
-    command += ["--rooms", str(args.rooms), "--variant", args.variant]
+    command += ["--data-dir", str(data_dir)]
     if profile_path:
         command += ["--profile", profile_path]
     with log_path.open("wb") as log:
@@ -502,14 +474,20 @@ def _expect(reply: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 async def setup_room(
-    index: int, size: int, port: int, stats: Stats, variant: str, start: bool
+    index: int, size: int, port: int, stats: Stats, variant: str, start: bool, legal: bool
 ) -> list[WsClient]:
-    """One solrace room: a host creates it, the others join, the host may start the race."""
+    """One solrace room: a host creates it, the others join, the host may start the race.
+
+    With ``legal``, each player's hello asks for the legal moves in every ack.
+    """
     clients: list[WsClient] = []
     for seat in range(size):
         client = await connect(stats, port)
         clients.append(client)
-        _expect(await client.request({"type": "hello", "name": f"p{index}-{seat}"}), "welcome")
+        hello: dict[str, Any] = {"type": "hello", "name": f"p{index}-{seat}"}
+        if legal:
+            hello["legal_moves"] = True
+        _expect(await client.request(hello), "welcome")
         if seat == 0:
             client.host = True
             reply = await client.request(
@@ -532,7 +510,14 @@ async def setup_echo(index: int, port: int, stats: Stats, hello: bool) -> list[W
 
 
 async def populate(
-    kind: str, players: int, size: int, port: int, stats: Stats, variant: str, start: bool
+    kind: str,
+    players: int,
+    size: int,
+    port: int,
+    stats: Stats,
+    variant: str,
+    start: bool,
+    legal: bool = False,
 ) -> list[WsClient]:
     """Connect ``players`` clients (in rooms of ``size`` for solrace), a few at a time."""
     gate = asyncio.Semaphore(SETUP_CONCURRENCY)
@@ -546,7 +531,7 @@ async def populate(
             if kind != "solrace":
                 group = await setup_echo(index, port, stats, hello=not start)
             else:
-                group = await setup_room(index, size, port, stats, variant, start)
+                group = await setup_room(index, size, port, stats, variant, start, legal)
         clients.extend(group)
         now = time.perf_counter()
         if now >= next_report:
@@ -559,6 +544,10 @@ async def populate(
         f"  {kind}: {len(clients):,} connected and set up in {time.perf_counter() - started:.1f} s"
     )
     return clients
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -584,6 +573,7 @@ class LoadResult:
     server_cpu: float
     harness_cpu: float
     other_cpu: float
+    latencies: list[float] = field(default_factory=list, repr=False)  # sorted, in seconds
 
     @property
     def per_s(self) -> float:
@@ -597,6 +587,37 @@ class LoadResult:
     @property
     def frames_in_per_s(self) -> float:
         return self.frames_in / self.seconds
+
+
+def combine(results: list[LoadResult]) -> LoadResult:
+    """One kind's rounds as one result.
+
+    Counts and seconds are summed, CPU shares are means weighted by seconds, and the
+    percentiles are taken over the round trips of every round together.
+    """
+    seconds = sum(r.seconds for r in results)
+    latencies = sorted(t for r in results for t in r.latencies)
+
+    def weighted(share: Callable[[LoadResult], float]) -> float:
+        return sum(share(r) * r.seconds for r in results) / seconds
+
+    return LoadResult(
+        results[0].kind,
+        max(r.clients for r in results),
+        seconds,
+        sum(r.replies for r in results),
+        sum(r.events for r in results),
+        sum(r.frames_in for r in results),
+        sum(r.bytes_in for r in results),
+        sum(r.errors for r in results),
+        sum(r.refused for r in results),
+        percentile(latencies, 0.50) * 1000,
+        percentile(latencies, 0.99) * 1000,
+        weighted(lambda r: r.server_cpu),
+        weighted(lambda r: r.harness_cpu),
+        weighted(lambda r: r.other_cpu),
+        latencies,
+    )
 
 
 @dataclass
@@ -617,19 +638,24 @@ async def close_all(clients: list[WsClient]) -> None:
     await asyncio.sleep(0.2)
 
 
-async def load_phase(kind: str, args: argparse.Namespace, workdir: Path) -> LoadResult:
+async def load_phase(
+    kind: str, args: argparse.Namespace, workdir: Path, label: str, profile: str | None = None
+) -> LoadResult:
+    """One load phase on a fresh server; ``profile`` records the server's load window."""
     progress(
-        f"{kind} load: {args.players:,} players"
+        f"{kind} load{label}: {args.players:,} players"
         + (f" in {args.rooms} rooms" if kind != "echo" else "")
+        + (" (profiled)" if profile else "")
     )
-    profile = args.profile if kind == "solrace" else None
     server = await start_server(kind, args, workdir, profile)
     progress(f"  {kind}: server pid {server.pid}")
     stats = Stats()
     clients: list[WsClient] = []
     try:
         size = args.players // args.rooms
-        clients = await populate(kind, args.players, size, server.port, stats, args.variant, True)
+        clients = await populate(
+            kind, args.players, size, server.port, stats, args.variant, True, args.legal
+        )
         stats.running = True
         for client in clients:
             client.begin_loop()
@@ -681,7 +707,8 @@ async def load_phase(kind: str, args: argparse.Namespace, workdir: Path) -> Load
             await asyncio.sleep(0.05)
         if waiting:
             progress(f"  {kind}: {waiting} connections still waiting for a reply")
-        latencies = sorted(stats.latencies)
+        latencies, stats.latencies = stats.latencies, []
+        latencies.sort()
         for sample in stats.error_samples:
             progress(f"  {kind} error: {sample}")
         return LoadResult(
@@ -699,6 +726,7 @@ async def load_phase(kind: str, args: argparse.Namespace, workdir: Path) -> Load
             cpu / wall,
             harness / wall,
             others / wall,
+            latencies,
         )
     finally:
         for task in stats.tasks:
@@ -716,7 +744,9 @@ async def idle_phase(kind: str, args: argparse.Namespace, workdir: Path) -> Idle
         await asyncio.sleep(0.5)
         before = server.rss_kib()
         size = args.players // args.rooms
-        clients = await populate(kind, args.idle, size, server.port, stats, args.variant, False)
+        clients = await populate(
+            kind, args.idle, size, server.port, stats, args.variant, False, args.legal
+        )
         await asyncio.sleep(IDLE_SETTLE_S)
         after = server.rss_kib()
         result = IdleResult(kind, len(clients), before, after)
@@ -846,18 +876,29 @@ async def run(args: argparse.Namespace) -> str:
         progress("  the machine is busy: rates and latencies will be low and noisy")
     with tempfile.TemporaryDirectory(prefix="solrace-bench-") as tmp:
         workdir = Path(tmp)
-        echo = await load_phase("echo", args, workdir)
-        solrace = await load_phase("solrace", args, workdir)
-        push = await load_phase("push", args, workdir) if args.push_reference else None
+        echo_rounds: list[LoadResult] = []
+        solrace_rounds: list[LoadResult] = []
+        for i in range(args.rounds):
+            label = f" {i + 1}/{args.rounds}" if args.rounds > 1 else ""
+            echo_rounds.append(await load_phase("echo", args, workdir, label))
+            profile = args.profile if i == 0 else None
+            solrace_rounds.append(await load_phase("solrace", args, workdir, label, profile))
+        round_ratios = []
+        for i, (e, r) in enumerate(zip(echo_rounds, solrace_rounds, strict=True)):
+            moves, moves_cpu, p50 = (
+                ratio(r.per_s, e.per_s),
+                ratio(r.per_cpu_s, e.per_cpu_s),
+                ratio(r.p50_ms, e.p50_ms),
+            )
+            round_ratios.append((moves, p50))
+            progress(
+                f"round {i + 1}/{args.rounds}: moves_ratio {moves:.3f}  "
+                f"moves_ratio_cpu {moves_cpu:.3f}  p50_ratio {p50:.3f}"
+            )
+        echo, solrace = combine(echo_rounds), combine(solrace_rounds)
         echo_idle = await idle_phase("echo", args, workdir)
         solrace_idle = await idle_phase("solrace", args, workdir)
     figures = report(echo, solrace, echo_idle, solrace_idle)
-    if push is not None:
-        progress(
-            f"push reference (acks and progress frames, no game): {push.per_s:,.0f}/s, "
-            f"{push.per_cpu_s:,.0f} per server CPU-s, {push.per_cpu_s / echo.per_cpu_s:.2f} "
-            f"of echo's; solrace does {solrace.per_cpu_s / push.per_cpu_s:.2f} of it"
-        )
     if args.profile:
         print_profile(args.profile)
     met = all(
@@ -876,6 +917,9 @@ async def run(args: argparse.Namespace) -> str:
         "solrace_p99_ms": f"{solrace.p99_ms:.2f}",
         "echo_kib_per_idle": f"{echo_idle.kib_per_client:.1f}",
         "moves_ratio_cpu": f"{solrace.per_cpu_s / echo.per_cpu_s:.3f}",
+        "moves_ratio_min": f"{min(m for m, _ in round_ratios):.3f}",
+        "moves_ratio_max": f"{max(m for m, _ in round_ratios):.3f}",
+        "p50_ratio_max": f"{max(p for _, p in round_ratios):.3f}",
         "echo_per_server_cpu_s": f"{echo.per_cpu_s:.0f}",
         "solrace_per_server_cpu_s": f"{solrace.per_cpu_s:.0f}",
         "server_cpu": f"{min(echo.server_cpu, solrace.server_cpu):.2f}",
@@ -886,12 +930,10 @@ async def run(args: argparse.Namespace) -> str:
         "rooms": str(args.rooms),
         "idle": str(args.idle),
         "seconds": f"{args.seconds:g}",
+        "rounds": str(args.rounds),
+        "legal": "yes" if args.legal else "no",
         "targets_met": "yes" if met else "no",
     }
-    if push is not None:
-        pairs["push_msgs_per_s"] = f"{push.per_s:.0f}"
-        pairs["push_per_server_cpu_s"] = f"{push.per_cpu_s:.0f}"
-        pairs["push_ratio_cpu"] = f"{push.per_cpu_s / echo.per_cpu_s:.3f}"
     return " ".join(f"{k}={v}" for k, v in pairs.items())
 
 
@@ -905,14 +947,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=int, default=5000, help="connections in the idle phases")
     parser.add_argument("--variant", default="canfield", help="a game with a stock (canfield)")
     parser.add_argument(
-        "--profile", metavar="FILE", help="cProfile the solrace load window into FILE"
+        "--profile",
+        metavar="FILE",
+        help="cProfile the load window of the first solrace round into FILE",
     )
     parser.add_argument(
-        "--push-reference",
-        action="store_true",
-        help="also run a server that sends solrace's acks and progress frames without a game",
+        "--rounds",
+        type=int,
+        default=3,
+        help="load phases of each kind, alternating echo and solrace (1 to 20)",
     )
-    parser.add_argument("--serve", choices=("echo", "solrace", "push"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--legal",
+        action="store_true",
+        help="solrace players ask for the legal moves in every ack (hello legal_moves)",
+    )
+    parser.add_argument("--serve", choices=("echo", "solrace"), help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
@@ -929,6 +979,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--idle must be a multiple of the room size (--players / --rooms)")
     if args.seconds <= 0 or args.seconds > 600:
         parser.error("--seconds: more than 0, at most 600")
+    if not 1 <= args.rounds <= 20:
+        parser.error("--rounds: at least 1, at most 20")
     raise_nofile()
     line = asyncio.run(run(args))
     print(line, flush=True)
