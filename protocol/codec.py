@@ -14,7 +14,7 @@ import msgpack
 
 from .errors import ErrorCode, ProtocolError
 from .limits import Limits
-from .messages import REQUESTS, Request, ServerMessage
+from .messages import REQUESTS, PlayMove, Request, ServerMessage
 
 __all__ = [
     "JSON_SUBPROTOCOL",
@@ -94,6 +94,36 @@ class Codec:
     def dumps(self, data: dict[str, Any]) -> bytes | str:
         """Serialize plain data into a frame."""
         raise NotImplementedError
+
+    def decode_move(self, frame: bytes | str) -> PlayMove | None:
+        """A plain, well-formed move request, read the short way; None for any other frame.
+
+        It takes what :meth:`decode` would take as a ``move`` with nothing more (a map of
+        ``type``, ``id``, ``move`` and ``rev``, within the limits); :meth:`decode` says
+        what any other frame is, or what is wrong with it.
+        """
+        if (
+            isinstance(frame, str) == self.binary
+            or _frame_size(frame) > self.limits.max_frame_bytes
+        ):
+            return None
+        try:
+            data = self.loads(frame)
+        except ProtocolError:
+            return None
+        if type(data) is not dict or len(data) != 4 or data.get("type") != "move":
+            return None
+        request_id, move, rev = data.get("id"), data.get("move"), data.get("rev")
+        if (
+            type(request_id) is int
+            and 0 <= request_id <= MAX_INT
+            and type(move) is str
+            and len(move) <= self.limits.max_str_len
+            and type(rev) is int
+            and 0 <= rev <= MAX_INT
+        ):
+            return PlayMove(request_id, move, rev)
+        return None
 
     def decode(self, frame: bytes | str) -> Request:
         """Return the request a client's frame holds, or raise ProtocolError saying what is wrong."""

@@ -48,6 +48,16 @@ class RateLimiter:
         elapsed = max(0.0, now - self._last)
         return min(self._size, self._tokens + elapsed * self._rate) >= 1.0
 
+    def take(self, now: float) -> bool:
+        """Take a token if there is one; if not, change nothing (no violation counted)."""
+        elapsed = max(0.0, now - self._last)
+        tokens = min(self._size, self._tokens + elapsed * self._rate)
+        if tokens < 1.0:
+            return False
+        self._tokens = tokens - 1.0
+        self._last = max(self._last, now)
+        return True
+
     def allow(self, now: float) -> bool:
         """Take a token if there is one; count a violation if not."""
         elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing

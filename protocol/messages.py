@@ -300,6 +300,16 @@ class Ack(_Wire):
     duplicate: bool = False
     delta: Data | None = None
 
+    def to_wire(self) -> Data:
+        """As :meth:`_Wire.to_wire`, written out: an ack goes out for every move."""
+        data: Data = {"type": "ack", "id": self.id, "rev": self.rev, "move": self.move}
+        if self.view is not None:
+            data["view"] = self.view
+        data["duplicate"] = self.duplicate
+        if self.delta is not None:
+            data["delta"] = self.delta
+        return data
+
 
 @dataclass(frozen=True, slots=True)
 class RoomSnapshot(_Wire):

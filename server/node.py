@@ -165,6 +165,8 @@ class Node:
         self._reported_at: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._later: set[asyncio.TimerHandle] = set()
+        self._notations: dict[str, tuple[Move, str]] = {}
+        self._watched: dict[str, tuple[Room, bool]] = {}  # by room: its record, spectated
         self.grace_ms = int(self.config.resume_grace_s * 1000)
         self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
             Hello: self._hello,
@@ -574,28 +576,20 @@ class Node:
             )
             return
         try:
-            move = parse_move(req.move)
+            move, notation = self._notation(req.move)
         except NotationError as error:
             raise ProtocolError(ErrorCode.BAD_MOVE, str(error)) from None
         try:
             change = game.apply(move)
         except IllegalMove as error:
-            self.metrics.refused.labels(error.reason.value).inc()
-            await self._error(
-                session,
-                req.id,
-                ErrorCode.ILLEGAL_MOVE,
-                error.message,
-                reason=error.reason.value,
-                rev=rev,
-            )
+            self._refused(session, req.id, error, rev)
             return
         try:
-            await self.backend.append_move(code, room.race, player_id, rev, format_move(move))
+            await self.backend.append_move(code, room.race, player_id, rev, notation)
         except BaseException:
             del self.games[(code, room.race, player_id)]  # rebuilt from the log on next use
             raise
-        self._acked(session, req, move, change, game)
+        self._acked(session, req, notation, change, game)
         if self._stand(code, player_id, game, room):
             await self._flush_room(code)
 
@@ -611,11 +605,8 @@ class Node:
         if session.busy or session.lock.locked() or not self.backend.in_process:
             return False
         started = time.perf_counter()
-        try:
-            req = session.codec.decode(frame)
-        except ProtocolError:
-            return False
-        if type(req) is not PlayMove:
+        req = session.codec.decode_move(frame)
+        if req is None:
             return False
         code, player_id = session.room, session.player_id
         room = self.rooms.get(code) if code is not None else None
@@ -634,21 +625,19 @@ class Node:
         if game is None or game.moves != req.rev or game.status is not Status.PLAYING:
             return False
         try:
-            move = parse_move(req.move)
+            move, notation = self._notation(req.move)
         except NotationError:
             return False
-        now = time.monotonic()
-        if not session.limiter.can_take(now):
+        if not session.limiter.take(time.monotonic()):
             return False
-        session.limiter.allow(now)
         try:
             try:
                 change = game.apply(move)
             except IllegalMove as error:
                 self._refused(session, req.id, error, req.rev)
             else:
-                self.backend.append_move_now(code, room.race, player_id, req.rev, format_move(move))
-                self._acked(session, req, move, change, game)
+                self.backend.append_move_now(code, room.race, player_id, req.rev, notation)
+                self._acked(session, req, notation, change, game)
                 if self._stand(code, player_id, game, room):
                     self._flush_room_now(code)
         except Exception:
@@ -662,6 +651,20 @@ class Node:
             )
         self.metrics.handled("move").observe(time.perf_counter() - started)
         return True
+
+    def _notation(self, text: str) -> tuple[Move, str]:
+        """The move ``text`` names and its written form; raises NotationError.
+
+        Players send few different texts, so each is read once and kept (a few thousand
+        at most).
+        """
+        known = self._notations.get(text)
+        if known is None:
+            move = parse_move(text)
+            if len(self._notations) >= 4096:
+                self._notations.clear()
+            known = self._notations[text] = (move, format_move(move))
+        return known
 
     def _refused(self, session: Session, request_id: int, error: IllegalMove, rev: int) -> None:
         self.metrics.refused.labels(error.reason.value).inc()
@@ -679,7 +682,7 @@ class Node:
         )
 
     def _acked(
-        self, session: Session, req: PlayMove, move: Move, change: Change, game: Game
+        self, session: Session, req: PlayMove, notation: str, change: Change, game: Game
     ) -> None:
         """Count a logged move and send its ack."""
         self.metrics.moves.inc()
@@ -692,7 +695,7 @@ class Node:
                     Ack(
                         req.id,
                         game.moves,
-                        format_move(move),
+                        notation,
                         delta=delta_view(game, change.touched, legal=session.legal),
                     )
                 )
@@ -721,7 +724,13 @@ class Node:
             last_banked = reported.banked if reported is not None else None
         banked = game.banked
         banked_at = now if banked != last_banked or last_at is None else last_at
-        watched = any(m.role is Role.SPECTATOR for m in room.members.values())
+        seen = self._watched.get(code)
+        if seen is None or seen[0] is not room:
+            seen = self._watched[code] = (
+                room,
+                any(m.role is Role.SPECTATOR for m in room.members.values()),
+            )
+        watched = seen[1]
         waiting[player_id] = rooms.Standing(
             player_id,
             now,
@@ -880,6 +889,7 @@ class Node:
             timer.cancel()
         await self._flush_room(code)
         self._reported_at.pop(code, None)
+        self._watched.pop(code, None)
         self.rooms.pop(code, None)
         self.boards.pop(code, None)
         for key in [k for k in self.games if k[0] == code]:

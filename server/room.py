@@ -527,7 +527,7 @@ def next_deadline(room: Room, grace_ms: int | None = None) -> int | None:
     return min(times) if times else None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per move, and frozen ones cost more
 class Standing:
     """A player's standing to record: reached at ``at_ms``, its banked count at ``banked_at_ms``.
 

@@ -49,6 +49,7 @@ from solrace.protocol import (
     codec_for,
 )
 from solrace.protocol.codec import MAX_INT
+from solrace.protocol.messages import _Wire
 
 CODECS = [MsgpackCodec, JsonCodec]
 
@@ -542,3 +543,61 @@ def test_codec_for_picks_by_subprotocol() -> None:
     assert codec_for(JSON_SUBPROTOCOL, limits).limits is limits
     assert JsonCodec.subprotocol == JSON_SUBPROTOCOL and JsonCodec.binary is False
     assert MsgpackCodec.subprotocol == MSGPACK_SUBPROTOCOL and MsgpackCodec.binary is True
+
+
+# -- the short way for moves ------------------------------------------------------------------
+
+MOVE_FRAMES: list[Any] = [
+    {"type": "move", "id": 1, "move": "d", "rev": 0},
+    {"type": "move", "id": MAX_INT, "move": "t1-t3x2", "rev": MAX_INT},
+    {"type": "move", "id": 1, "move": "d", "rev": -1},
+    {"type": "move", "id": 1, "move": "d", "rev": True},
+    {"type": "move", "id": True, "move": "d", "rev": 0},
+    {"type": "move", "id": 1, "move": 5, "rev": 0},
+    {"type": "move", "id": 1, "move": "x" * 10_000, "rev": 0},
+    {"type": "move", "id": 1, "move": "d"},
+    {"type": "move", "id": 1, "move": "d", "rev": 0, "extra": 1},
+    {"type": "move", "id": 1, "move": "d", "rev": MAX_INT + 1},
+    {"type": "move", "id": 1, "move": "d", "rev": 1.0},
+    {"type": "ping", "id": 1, "move": "d", "rev": 0},
+    {"type": "move", "id": 1, "mov": "d", "rev": 0},
+    [1, 2, 3],
+]
+
+
+@pytest.mark.parametrize("data", MOVE_FRAMES)
+def test_decode_move_takes_exactly_the_plain_moves_decode_takes(data: Any) -> None:
+    codec = MsgpackCodec()
+    frame = msgpack.packb(data, use_bin_type=True)
+    quick = codec.decode_move(frame)
+    try:
+        full = codec.decode(frame)
+    except ProtocolError:
+        full = None
+    if isinstance(full, PlayMove):
+        assert quick == full
+    else:
+        assert quick is None
+
+
+def test_decode_move_leaves_other_frames_to_decode() -> None:
+    msgpack_codec, json_codec = MsgpackCodec(), JsonCodec()
+    move = {"type": "move", "id": 1, "move": "d", "rev": 0}
+    assert msgpack_codec.decode_move(b"\xc1") is None  # not msgpack
+    assert msgpack_codec.decode_move(json.dumps(move)) is None  # text on a binary codec
+    assert json_codec.decode_move(json.dumps(move)) == PlayMove(1, "d", 0)
+    assert json_codec.decode_move(msgpack.packb(move)) is None
+    big = msgpack.packb({**move, "move": "d" + " " * 5000})
+    assert msgpack_codec.decode_move(big) is None  # over the frame size limit
+
+
+@pytest.mark.parametrize(
+    "ack",
+    [
+        Ack(4, 1, "d", delta={"piles": {"s": {"count": 20}}, "moves": 1}),
+        Ack(4, 1, "d", view={"moves": 1}, duplicate=True),
+    ],
+)
+def test_an_acks_written_out_wire_form_is_the_generic_one(ack: Ack) -> None:
+    generic = _Wire.to_wire(ack)
+    assert ack.to_wire() == generic and list(ack.to_wire()) == list(generic)
