@@ -352,8 +352,12 @@ async def open_room(players: list[Conn], spectators: Sequence[Conn] = ()) -> str
         started = await asyncio.wait_for(asyncio.gather(*waits), REQUEST_TIMEOUT)
         if started[0]["view"]["status"] == "playing":
             return code
+        # A deal stuck before its first move ends the race at its start; otherwise the
+        # players resign it.
         for conn in players:
-            await conn.request({"type": "resign"})
+            reply = await asyncio.wait_for(conn.send({"type": "resign"}), REQUEST_TIMEOUT)
+            if reply.get("type") == "error" and reply.get("code") not in ("race_over", "game_over"):
+                raise RuntimeError(f"resign: {reply.get('code')}: {reply.get('message')}")
         await host.request({"type": "rematch"})
     raise RuntimeError("every deal was stuck")
 
