@@ -630,25 +630,30 @@ class Node:
             return False
         if not session.limiter.take(time.monotonic()):
             return False
+        context = {"conn": session.conn_id, "room": code, "player": player_id}
         try:
-            try:
-                change = game.apply(move)
-            except IllegalMove as error:
-                self._refused(session, req.id, error, req.rev)
-            else:
-                self.backend.append_move_now(code, room.race, player_id, req.rev, notation)
-                self._acked(session, req, notation, change, game)
-                if self._stand(code, player_id, game, room):
-                    self._flush_room_now(code)
+            change = game.apply(move)
+            self.backend.append_move_now(code, room.race, player_id, req.rev, notation)
+        except IllegalMove as error:
+            self._refused(session, req.id, error, req.rev)
+        except ProtocolError as error:  # the log refused it: the game is rebuilt from the log
+            self.games.pop((code, room.race, player_id), None)
+            self.metrics.errors.labels(error.code.value).inc()
+            session.push(session.codec.encode(Error(req.id, error.code.value, error.message)))
         except Exception:
-            log.exception(
-                "request_failed", type="move", conn=session.conn_id, room=code, player=player_id
-            )
+            log.exception("request_failed", type="move", **context)
             self.games.pop((code, room.race, player_id), None)  # rebuilt from the log
             self.metrics.errors.labels(ErrorCode.INTERNAL.value).inc()
             session.push(
                 session.codec.encode(Error(req.id, ErrorCode.INTERNAL.value, "the server failed"))
             )
+        else:
+            self._acked(session, req, notation, change, game)
+            try:
+                if self._stand(code, player_id, game, room):
+                    self._flush_room_now(code)
+            except Exception:  # the move is logged and acked: the room hears of it later
+                log.exception("report_failed", **context)
         self.metrics.handled("move").observe(time.perf_counter() - started)
         return True
 

@@ -220,3 +220,21 @@ async def test_frames_that_arrive_together_are_answered_in_their_order(
     )
     acks = [await raw.recv(lambda f: f.get("id") in (70 + 2, 70 + 3)) for _ in range(2)]
     assert [(a["id"], a["rev"]) for a in acks] == [(72, 3), (73, 4)]
+
+
+async def test_a_move_the_log_refuses_gets_its_error_and_the_game_is_read_again(
+    tmp_path: Path,
+) -> None:
+    node, session, out, _ = await racing_node(tmp_path)
+    code, player_id = session.room, session.player_id
+    assert code is not None and player_id is not None
+    node.backend.append_move_now(code, 1, player_id, 0, "d")  # a move the game lacks
+    assert node.take_move(session, move_frame(80, "d", 0)) is True
+    error = out.frames[-1]
+    assert error["type"] == "error" and error["id"] == 80 and error["code"] == "stale_revision"
+    assert (code, 1, player_id) not in node.games  # to be rebuilt from the log
+    await node.handle_frame(session, move_frame(81, "u", 1))  # the log's move, undone
+    ack = out.frames[-1]
+    assert ack["type"] == "ack" and ack["rev"] == 2
+    assert await node.backend.read_moves(code, 1, player_id) == ["d", "u"]
+    await node.stop()
