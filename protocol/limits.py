@@ -43,14 +43,9 @@ class RateLimiter:
         self._last = now
         self.violations = 0
 
-    def can_take(self, now: float) -> bool:
-        """Whether :meth:`allow` would take a token at ``now`` (nothing changes)."""
-        elapsed = max(0.0, now - self._last)
-        return min(self._size, self._tokens + elapsed * self._rate) >= 1.0
-
     def take(self, now: float) -> bool:
         """Take a token if there is one; if not, change nothing (no violation counted)."""
-        elapsed = max(0.0, now - self._last)
+        elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing
         tokens = min(self._size, self._tokens + elapsed * self._rate)
         if tokens < 1.0:
             return False
@@ -60,12 +55,7 @@ class RateLimiter:
 
     def allow(self, now: float) -> bool:
         """Take a token if there is one; count a violation if not."""
-        elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing
-        tokens = min(self._size, self._tokens + elapsed * self._rate)
-        self._last = max(self._last, now)
-        if tokens >= 1.0:
-            self._tokens = tokens - 1.0
+        if self.take(now):
             return True
-        self._tokens = tokens
         self.violations += 1
         return False
