@@ -264,6 +264,20 @@ class Node:
         self.metrics.errors.labels(code.value).inc()
         await session.reply(Error(request_id, code.value, message, reason, rev))
 
+    def _push_error(
+        self,
+        session: Session,
+        request_id: int | None,
+        code: ErrorCode,
+        message: str,
+        *,
+        reason: str | None = None,
+        rev: int | None = None,
+    ) -> None:
+        """As :meth:`_error`, without waiting for the socket (for the move's fast path)."""
+        self.metrics.errors.labels(code.value).inc()
+        session.push(session.codec.encode(Error(request_id, code.value, message, reason, rev)))
+
     @staticmethod
     def _identified(session: Session) -> str:
         if session.player_id is None:
@@ -608,19 +622,10 @@ class Node:
         req = session.codec.decode_move(frame)
         if req is None:
             return False
-        code, player_id = session.room, session.player_id
-        room = self.rooms.get(code) if code is not None else None
-        if (
-            room is None
-            or code is None
-            or player_id is None
-            or room.state is not RoomState.RACING
-            or session.role is not Role.PLAYER
-            or (standing := room.players.get(player_id)) is None
-            or standing.done
-            or (room.deadline_ms is not None and self.now_ms() >= room.deadline_ms)
-        ):
-            return False
+        try:
+            code, room, player_id = self._racing(session)
+        except ProtocolError:
+            return False  # the task answers with the error
         game = self.games.get((code, room.race, player_id))
         if game is None or game.moves != req.rev or game.status is not Status.PLAYING:
             return False
@@ -638,15 +643,11 @@ class Node:
             self._refused(session, req.id, error, req.rev)
         except ProtocolError as error:  # the log refused it: the game is rebuilt from the log
             self.games.pop((code, room.race, player_id), None)
-            self.metrics.errors.labels(error.code.value).inc()
-            session.push(session.codec.encode(Error(req.id, error.code.value, error.message)))
+            self._push_error(session, req.id, error.code, error.message)
         except Exception:
             log.exception("request_failed", type="move", **context)
             self.games.pop((code, room.race, player_id), None)  # rebuilt from the log
-            self.metrics.errors.labels(ErrorCode.INTERNAL.value).inc()
-            session.push(
-                session.codec.encode(Error(req.id, ErrorCode.INTERNAL.value, "the server failed"))
-            )
+            self._push_error(session, req.id, ErrorCode.INTERNAL, "the server failed")
         else:
             self._acked(session, req, notation, change, game)
             try:
@@ -673,17 +674,13 @@ class Node:
 
     def _refused(self, session: Session, request_id: int, error: IllegalMove, rev: int) -> None:
         self.metrics.refused.labels(error.reason.value).inc()
-        self.metrics.errors.labels(ErrorCode.ILLEGAL_MOVE.value).inc()
-        session.push(
-            session.codec.encode(
-                Error(
-                    request_id,
-                    ErrorCode.ILLEGAL_MOVE.value,
-                    error.message,
-                    error.reason.value,
-                    rev,
-                )
-            )
+        self._push_error(
+            session,
+            request_id,
+            ErrorCode.ILLEGAL_MOVE,
+            error.message,
+            reason=error.reason.value,
+            rev=rev,
         )
 
     def _acked(
@@ -774,12 +771,7 @@ class Node:
         if not self.backend.in_process or any(s.status != "playing" for s in waiting.values()):
             self._spawn(self._flush_room_locked(code, waiting))
             return
-        timer = self._report_timers.pop(code, None)
-        if timer is not None:
-            timer.cancel()
-        del self._pending[code]
-        self._reported_at[code] = time.monotonic()
-        updates = list(waiting.values())
+        updates = self._take_waiting(code)
         try:
             outcome = self.backend.update_room_now(code, lambda r: rooms.standings(r, updates))
         except ProtocolError:
@@ -804,16 +796,22 @@ class Node:
                     await stack.enter_async_context(session.lock)
             await self._flush_room(code)
 
-    async def _flush_room(self, code: str) -> None:
-        """Report the room's waiting standings now, as one progress event."""
+    def _take_waiting(self, code: str) -> list[rooms.Standing]:
+        """The room's waiting standings, taken for a report that starts now."""
         timer = self._report_timers.pop(code, None)
         if timer is not None:
             timer.cancel()
         waiting = self._pending.pop(code, None)
         if not waiting:
-            return
+            return []
         self._reported_at[code] = time.monotonic()
-        updates = list(waiting.values())
+        return list(waiting.values())
+
+    async def _flush_room(self, code: str) -> None:
+        """Report the room's waiting standings now, as one progress event."""
+        updates = self._take_waiting(code)
+        if not updates:
+            return
         try:
             outcome = await self.backend.update_room(code, lambda r: rooms.standings(r, updates))
         except ProtocolError:
