@@ -100,16 +100,9 @@ class Canfield(Game):
             tops.append(stock[j] if j < size else waste[last - j])
         return tops
 
-    def _targets(self) -> frozenset[int] | None:
-        """Every card that could be played now onto a foundation or the tableau (None: any).
-
-        It depends on the tableau, foundations and reserve alone, so it is kept until one
-        of them changes.
-        """
-        if self._targets_at == self.layout_rev:
-            return self._targets_cache
+    def _playable_cards(self) -> frozenset[int] | None:
+        """Every card that could be played now onto a foundation or the tableau (None: any)."""
         cards: set[int] = set()
-        anything = False
         for f in self.foundations:
             if not f:
                 cards.update(suit * 13 for suit in range(4))  # the aces
@@ -124,31 +117,29 @@ class Canfield(Game):
                         suit * 13 + RANK[top] - 2 for suit in range(4) if (suit in (1, 2)) != red
                     )
             elif not self.reserve:
-                anything = True
-        self._targets_cache = None if anything else frozenset(cards)
-        self._targets_at = self.layout_rev
-        return self._targets_cache
+                return None
+        return frozenset(cards)
 
-    _targets_at = -1
-    _targets_cache: frozenset[int] | None = None
-    _fixed_at = -1
-    _fixed_progress = False
-    _cycle_at = -1
-    _cycle_stuck: dict[tuple[int, int], bool] | None = None
+    # What only the tableau, foundations and reserve decide, kept for one layout revision.
+    _layout_at = -1
+    _fixed_progress: bool
+    _playable: frozenset[int] | None
+    _cycle_stuck: dict[tuple[int, int], bool]
 
     def _is_stuck(self) -> bool:
         # Moves from the tableau, the reserve and the foundations change only when one of
-        # those piles does, and so does the order of the cards that draws and redeals go
-        # round (``stock + waste[::-1]`` is the same after either): between two such
-        # moves, how far the stock has been drawn decides the rest.
-        if self._fixed_at != self.layout_rev:
+        # those piles does, and so do the cards that could be played and the order of the
+        # cards that draws and redeals go round (``stock + waste[::-1]`` is the same after
+        # either): between two such moves, how far the stock has been drawn decides the rest.
+        if self._layout_at != self.layout_rev:
+            self._layout_at = self.layout_rev
             self._fixed_progress = any(m.src is not W for m in self._progress_moves())
-            self._fixed_at = self.layout_rev
-        if self._fixed_progress:
-            return False
-        if self._cycle_at != self.layout_rev or self._cycle_stuck is None:
             self._cycle_stuck = {}
-            self._cycle_at = self.layout_rev
+            if self._fixed_progress:
+                return False
+            self._playable = self._playable_cards()
+        elif self._fixed_progress:
+            return False
         key = (len(self.stock), len(self.waste))
         stuck = self._cycle_stuck.get(key)
         if stuck is None:
@@ -157,10 +148,10 @@ class Canfield(Game):
 
     def _stuck_in_cycle(self) -> bool:
         """No card that draws and redeals bring to the top of the waste can be played."""
-        targets = self._targets()
+        playable = self._playable
         waste = self.waste
-        if targets is None:
+        if playable is None:
             return not (waste or self.stock)
-        if waste and waste[-1] in targets:
+        if waste and waste[-1] in playable:
             return False
-        return not any(card in targets for card in self.cycle_tops())
+        return not any(card in playable for card in self.cycle_tops())
