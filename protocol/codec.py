@@ -7,6 +7,7 @@ frame's size, lengths and depth (:class:`~.limits.Limits`), then every field's t
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import asdict
 from typing import Any
 
@@ -175,6 +176,9 @@ class Codec:
         return self.dumps(data)
 
 
+_local = threading.local()
+
+
 class MsgpackCodec(Codec):
     """``solrace.v1.msgpack``: binary frames, one msgpack map each."""
 
@@ -205,7 +209,12 @@ class MsgpackCodec(Codec):
 
     def dumps(self, data: dict[str, Any]) -> bytes:
         """Serialize to msgpack."""
-        return msgpack.packb(data, use_bin_type=True)  # type: ignore[no-any-return]
+        # One packer per thread, kept: packb makes (and frees) a 256 KiB buffer per call.
+        try:
+            packer = _local.packer
+        except AttributeError:
+            packer = _local.packer = msgpack.Packer(use_bin_type=True)
+        return packer.pack(data)  # type: ignore[no-any-return]
 
 
 def _no_constant(name: str) -> Any:
