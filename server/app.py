@@ -38,6 +38,35 @@ WEB_ROOT = Path(__file__).resolve().parent.parent / "client" / "web"
 _conn_ids = itertools.count(1)
 
 
+class _Cork:
+    """Connections with frames written but not yet sent, sent together once per loop pass.
+
+    A frame pushed to a connection (an ack, a room event) goes into its protocol's
+    outgoing buffer at once, so it keeps its place among the connection's frames, and the
+    buffer is sent at the start of the event loop's next pass, after every callback of
+    this one: a connection that gets an ack and a room event in one pass then costs one
+    write to the socket instead of two. Anything else sent on the connection (a reply,
+    a ping, a close) sends the buffer first.
+    """
+
+    def __init__(self) -> None:
+        self.pending: list[_Connection] = []
+
+    def add(self, connection: _Connection) -> None:
+        if not self.pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.pending.append(connection)
+
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        for connection in pending:
+            if connection.corked:
+                try:
+                    connection.send_data()
+                except Exception:  # a broken socket is the connection's own business
+                    log.warning("write_failed", conn=connection.id.hex)
+
+
 class _Connection(ServerConnection):
     """A connection that offers each whole binary message to ``take`` before queuing it.
 
@@ -45,11 +74,63 @@ class _Connection(ServerConnection):
     for a message it carried out, right as it came off the socket, and False for the
     rest, which go to the connection's task as usual. A message is offered only while
     none waits in the queue, so that messages are still handled in the order they came.
+
+    :meth:`push` writes a frame without waiting, through ``cork``.
     """
 
     take: Callable[[bytes], bool] | None = None
+    cork: _Cork | None = None
+    corked = False  # frames wait in the protocol's buffer for the cork's flush
     queued = 0  # whole messages queued and not yet taken by the connection's task
+    _receiving = False  # inside data_received
     _partial = False  # a fragmented message is being received
+
+    def push(self, frame: bytes | str) -> None:
+        """Send a whole frame at the end of this loop pass; the connection must be open."""
+        if self.cork is None or self.send_in_progress is not None:
+            broadcast([self], frame)
+            return
+        if isinstance(frame, str):
+            self.protocol.send_text(frame.encode())
+        else:
+            self.protocol.send_binary(frame)
+        if not self.corked:
+            self.corked = True
+            self.cork.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        self._receiving = True
+        try:
+            super().data_received(data)
+        finally:
+            self._receiving = False
+
+    def send_data(self) -> None:
+        if self._receiving and self.corked and self.protocol.state is State.OPEN:
+            # Reading a message writes what the protocol has to answer (a pong, say)
+            # before the message is handled; while frames wait for the cork, that waits
+            # too, and the move's ack then goes out in the same write as the rest.
+            return
+        # As ServerConnection.send_data, but the frames buffered since the last write go
+        # to the socket in one write, not one each.
+        self.corked = False
+        writes = self.protocol.data_to_send()
+        run: list[bytes] = []
+        for data in writes:
+            if data:
+                run.append(data)
+                continue
+            if run:
+                self.transport.write(b"".join(run))
+                run = []
+            # An empty chunk asks for a half-close of the TCP connection (no TLS here).
+            if self.transport.can_write_eof():
+                with contextlib.suppress(Exception):
+                    self.transport.write_eof()
+            else:
+                self.transport.close()
+        if run:
+            self.transport.write(run[0] if len(run) == 1 else b"".join(run))
 
     def process_event(self, event: Event) -> None:
         if self.request is not None and isinstance(event, Frame) and event.opcode in DATA_OPCODES:
@@ -127,6 +208,7 @@ class SolraceServer:
         self.node = node
         self.config = config
         self._server: Server | None = None
+        self._cork = _Cork()
 
     @property
     def port(self) -> int:
@@ -248,6 +330,8 @@ class SolraceServer:
             with contextlib.suppress(ConnectionClosed):
                 await ws.send(frame)
 
+        connection = ws if isinstance(ws, _Connection) else None
+
         def push(frame: bytes | str) -> None:
             # broadcast() has no backpressure: a client that lets its buffer grow is closed
             # and resumes from a snapshot instead of holding the server's memory.
@@ -256,7 +340,10 @@ class SolraceServer:
             if ws.transport.get_write_buffer_size() > max_buffer:
                 self.node._spawn(ws.close(1013, "too slow: resume to catch up"))
                 return
-            broadcast([ws], frame)
+            if connection is not None:
+                connection.push(frame)
+            else:
+                broadcast([ws], frame)
 
         closing = False
 
@@ -278,8 +365,8 @@ class SolraceServer:
         )
         metrics = self.node.metrics
         metrics.connections.inc()
-        connection = ws if isinstance(ws, _Connection) else None
         if connection is not None:
+            connection.cork = self._cork
 
             def take(frame: bytes) -> bool:
                 return not closing and self.node.take_move(session, frame)

@@ -1,0 +1,77 @@
+"""Frames pushed in one loop pass leave in one socket write, in the order they were made."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import serve
+
+from solrace.server.app import _Connection, _Cork
+
+TIMEOUT = 10.0
+
+
+async def run_server(handler: Any) -> tuple[Any, int]:
+    server = await serve(handler, "127.0.0.1", 0, create_connection=_Connection, compression=None)
+    port = int(next(iter(server.sockets)).getsockname()[1])
+    return server, port
+
+
+async def test_pushed_frames_share_one_write_and_keep_their_order_with_sends() -> None:
+    writes: list[bytes] = []
+    done = asyncio.Event()
+
+    async def handler(ws: Any) -> None:
+        assert isinstance(ws, _Connection)
+        ws.cork = _Cork()
+        await ws.recv()  # the client's go
+        real_write = ws.transport.write
+
+        def counting_write(data: bytes) -> None:
+            writes.append(bytes(data))
+            real_write(data)
+
+        ws.transport.write = counting_write  # type: ignore[method-assign]
+        for text in ("a", "b", "c"):
+            ws.push(text.encode())
+        assert writes == []  # nothing leaves before the pass ends
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert len(writes) == 1  # three frames, one write
+        ws.push(b"d")
+        await ws.send(b"e")  # a send sends what waits first
+        assert len(writes) == 2
+        ws.push(b"f")
+        await done.wait()
+
+    server, port = await run_server(handler)
+    try:
+        async with asyncio.timeout(TIMEOUT), connect(f"ws://127.0.0.1:{port}") as client:
+            await client.send("go")
+            got = [await client.recv() for _ in range(6)]
+            done.set()
+        assert got == [b"a", b"b", b"c", b"d", b"e", b"f"]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_pong_waits_with_the_pushed_frames_and_still_goes() -> None:
+    async def handler(ws: Any) -> None:
+        ws.cork = _Cork()
+        async for message in ws:
+            ws.push(message)
+
+    server, port = await run_server(handler)
+    try:
+        async with asyncio.timeout(TIMEOUT), connect(f"ws://127.0.0.1:{port}") as client:
+            for i in range(20):
+                await client.send(f"m{i}".encode())
+                pong = await client.ping()
+                assert await client.recv() == f"m{i}".encode()
+                await pong
+    finally:
+        server.close()
+        await server.wait_closed()
