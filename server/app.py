@@ -36,6 +36,7 @@ __all__ = ["SolraceServer", "make_backend", "run"]
 log = structlog.get_logger("solrace.server")
 WEB_ROOT = Path(__file__).resolve().parent.parent / "client" / "web"
 _conn_ids = itertools.count(1)
+READ_CHUNK = 64 * 1024  # bytes read from a socket at most at once
 
 
 class _Cork:
@@ -97,6 +98,15 @@ class _Connection(ServerConnection):
         if not self.corked:
             self.corked = True
             self.cork.add(self)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        # asyncio's socket transport reads into a fresh 256 KiB buffer on every read,
+        # which glibc serves with mmap and munmap (its mmap threshold starts at 128 KiB):
+        # a page fault and two system calls per message. Smaller reads come from the
+        # heap; a frame larger than one read simply takes several.
+        if isinstance(getattr(transport, "max_size", None), int):
+            transport.max_size = READ_CHUNK  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
         self._receiving = True

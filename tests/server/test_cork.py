@@ -75,3 +75,32 @@ async def test_a_pong_waits_with_the_pushed_frames_and_still_goes() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_reads_are_at_most_a_chunk_and_a_larger_message_still_arrives_whole() -> None:
+    from solrace.server.app import READ_CHUNK
+
+    sizes: list[int] = []
+
+    async def handler(ws: Any) -> None:
+        assert ws.transport.max_size == READ_CHUNK
+        message = await ws.recv()
+        sizes.append(len(message))
+        await ws.send(message[:16])
+
+    server = await serve(
+        handler, "127.0.0.1", 0, create_connection=_Connection, max_size=4 * READ_CHUNK
+    )
+    port = int(next(iter(server.sockets)).getsockname()[1])
+    try:
+        async with (
+            asyncio.timeout(TIMEOUT),
+            connect(f"ws://127.0.0.1:{port}", max_size=None) as client,
+        ):
+            payload = bytes(range(256)) * (3 * READ_CHUNK // 256)
+            await client.send(payload)
+            assert await client.recv() == payload[:16]
+        assert sizes == [3 * READ_CHUNK]
+    finally:
+        server.close()
+        await server.wait_closed()
