@@ -594,11 +594,11 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
         entries.append(entry)
     if not entries:
         return Outcome(room)
-    room = replace(room, players=players)
-    out = _emit(room, lambda r, s: Progress(r.code, s, entries))
-    assert out.room is not None
+    seq = room.seq + 1  # as _emit would number it, in one copy of the record, not two
+    room = replace(room, players=players, seq=seq)
+    out = Outcome(room, (Progress(room.code, seq, entries),))
     if finished and all(r.done for r in players.values()):
-        over = _finish(out.room, "all_done")
+        over = _finish(room, "all_done")
         return Outcome(over.room, out.events + over.events)
     return out
 
