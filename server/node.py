@@ -158,6 +158,7 @@ class Node:
         self.boards: dict[str, dict[str, dict[str, Any]]] = {}
         self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._fanning: set[str] = set()  # rooms whose task is sending an event out
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._armed: dict[str, int] = {}
         self._pending: dict[str, dict[str, rooms.Standing]] = {}  # by room, by player
@@ -975,8 +976,17 @@ class Node:
 
     def _on_event(self, code: str, event: dict[str, Any]) -> None:
         queue = self._queues.get(code)
-        if queue is not None:
-            queue.put_nowait(event)
+        if queue is None:
+            return
+        if event["type"] == "progress" and queue.empty() and code not in self._fanning:
+            # Nothing of the room's waits to go out before it, and a progress event
+            # needs no await: it goes out now, without a pass through the room's task.
+            try:
+                self._fan_out_progress(code, event)
+            except Exception:
+                log.exception("fan_out_failed", event="progress", room=code)
+            return
+        queue.put_nowait(event)
 
     def _on_resync(self, codes: list[str]) -> None:
         for code in codes:
@@ -986,10 +996,13 @@ class Node:
         structlog.contextvars.bind_contextvars(room=code)
         while True:
             event = await queue.get()
+            self._fanning.add(code)
             try:
                 await self._fan_out(code, event)
             except Exception:
                 log.exception("fan_out_failed", event=event.get("type"))
+            finally:
+                self._fanning.discard(code)
 
     async def _fan_out(self, code: str, event: dict[str, Any]) -> None:
         if event is _RESYNC:
@@ -1012,7 +1025,14 @@ class Node:
                         await self._detach(session)
                         if session.player_id is not None:
                             await self.backend.set_player_room(session.player_id, None)
-        if kind == "progress" and any("view" in p for p in event["players"]):
+        if kind == "progress":
+            self._fan_out_progress(code, event)
+            return
+        self._deliver(code, event, event)
+
+    def _fan_out_progress(self, code: str, event: dict[str, Any]) -> None:
+        """Send a progress event: the players' boards to spectators only."""
+        if any("view" in p for p in event["players"]):
             boards = self.boards.setdefault(code, {})
             bare = []
             for entry in event["players"]:

@@ -90,8 +90,10 @@ async def test_a_move_on_the_current_revision_is_taken_logged_acked_and_reported
     for rev, text in enumerate(["d", "d", "u", "d"]):
         assert node.take_move(session, move_frame(10 + rev, text, rev)) is True
         local.apply(parse_move(text))
-        ack = out.frames[-1]  # pushed at once; the room's progress follows from its task
+        # Pushed at once, then the room's progress (the interval is 0: at every move).
+        ack, report = out.frames[-2:]
         assert ack["type"] == "ack" and ack["id"] == 10 + rev and ack["rev"] == rev + 1
+        assert report["type"] == "progress" and report["players"][0]["moves"] == rev + 1
         view = apply_delta(view, ack["delta"])
     assert game.position() == local.position()
     code = session.room
@@ -146,7 +148,8 @@ async def test_an_illegal_move_is_refused_with_its_reason_and_the_game_kept(
     assert error["rev"] == 0
     assert game.position() == before and game.moves == 0
     assert node.take_move(session, move_frame(31, "d", 0)) is True
-    assert out.frames[-1]["type"] == "ack" and out.frames[-1]["rev"] == 1
+    ack = [f for f in out.frames if f["type"] == "ack"]
+    assert len(ack) == 1 and ack[0]["rev"] == 1
     await node.stop()
 
 
@@ -235,7 +238,24 @@ async def test_a_move_the_log_refuses_gets_its_error_and_the_game_is_read_again(
     assert error["type"] == "error" and error["id"] == 80 and error["code"] == "stale_revision"
     assert (code, 1, player_id) not in node.games  # to be rebuilt from the log
     await node.handle_frame(session, move_frame(81, "u", 1))  # the log's move, undone
-    ack = out.frames[-1]
-    assert ack["type"] == "ack" and ack["rev"] == 2
+    (ack,) = [f for f in out.frames if f["type"] == "ack"]
+    assert ack["id"] == 81 and ack["rev"] == 2
     assert await node.backend.read_moves(code, 1, player_id) == ["d", "u"]
+    await node.stop()
+
+
+async def test_a_progress_event_waits_behind_the_rooms_queued_events(tmp_path: Path) -> None:
+    node, session, out, _ = await racing_node(tmp_path)
+    code = session.room
+    assert code is not None
+    del out.frames[:]
+    node._on_event(code, {"type": "marker", "room": code})  # queued: the room's task is idle
+    assert node.take_move(session, move_frame(90, "d", 0)) is True
+    assert [f["type"] for f in out.frames] == ["ack"]  # the progress waits behind the marker
+    async with asyncio.timeout(TIMEOUT):
+        while len(out.frames) < 3:
+            await asyncio.sleep(0.01)
+    assert [f["type"] for f in out.frames] == ["ack", "marker", "progress"]
+    assert node.take_move(session, move_frame(91, "d", 1)) is True  # nothing queued now
+    assert [f["type"] for f in out.frames[3:]] == ["ack", "progress"]
     await node.stop()
