@@ -9,6 +9,7 @@ import itertools
 import json
 import mimetypes
 import signal
+import struct
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -37,6 +38,21 @@ log = structlog.get_logger("solrace.server")
 WEB_ROOT = Path(__file__).resolve().parent.parent / "client" / "web"
 _conn_ids = itertools.count(1)
 READ_CHUNK = 64 * 1024  # bytes read from a socket at most at once
+
+
+OP_TEXT = 0x81  # FIN and the opcode: a whole text message in one frame
+OP_BINARY = 0x82  # FIN and the opcode: a whole binary message in one frame
+_SHORT = struct.Struct("!BBH")
+_LONG = struct.Struct("!BBQ")
+
+
+def frame_header(first: int, length: int) -> bytes:
+    """The header of an unmasked frame (RFC 6455, 5.2) whose first byte is ``first``."""
+    if length < 126:
+        return bytes((first, length))
+    if length < 65536:
+        return _SHORT.pack(first, 126, length)
+    return _LONG.pack(first, 127, length)
 
 
 class _Cork:
@@ -88,13 +104,26 @@ class _Connection(ServerConnection):
 
     def push(self, frame: bytes | str) -> None:
         """Send a whole frame at the end of this loop pass; the connection must be open."""
-        if self.cork is None or self.send_in_progress is not None:
+        protocol = self.protocol
+        if (
+            self.cork is None
+            or self.send_in_progress is not None
+            or protocol.expect_continuation_frame
+            or protocol.extensions
+            or protocol.debug
+        ):
             broadcast([self], frame)
             return
+        if protocol.state is not State.OPEN:
+            return  # as broadcast: a frame to a closing connection is dropped
+        # What protocol.send_binary (or send_text) would add to the protocol's buffer,
+        # written here: a server's frames are not masked, and with no extension a
+        # message is its header and its payload.
         if isinstance(frame, str):
-            self.protocol.send_text(frame.encode())
+            data = frame.encode()
+            protocol.writes.append(frame_header(OP_TEXT, len(data)) + data)
         else:
-            self.protocol.send_binary(frame)
+            protocol.writes.append(frame_header(OP_BINARY, len(frame)) + frame)
         if not self.corked:
             self.corked = True
             self.cork.add(self)

@@ -104,3 +104,42 @@ async def test_reads_are_at_most_a_chunk_and_a_larger_message_still_arrives_whol
     finally:
         server.close()
         await server.wait_closed()
+
+
+def test_frame_header_matches_websockets_serialisation() -> None:
+    from websockets.frames import Frame, Opcode
+
+    from solrace.server.app import OP_BINARY, OP_TEXT, frame_header
+
+    for length in (0, 1, 125, 126, 127, 65535, 65536, 70000):
+        payload = bytes(length)
+        for first, opcode in ((OP_BINARY, Opcode.BINARY), (OP_TEXT, Opcode.TEXT)):
+            expected = Frame(opcode, payload).serialize(mask=False)
+            assert frame_header(first, length) + payload == expected, (length, opcode)
+
+
+async def test_pushed_frames_of_every_header_size_arrive_whole() -> None:
+    sizes = (0, 125, 126, 65535, 65536, 70000)
+
+    async def handler(ws: Any) -> None:
+        ws.cork = _Cork()
+        await ws.recv()
+        for size in sizes:
+            ws.push(bytes([size % 251]) * size)
+        ws.push("text é")
+        await ws.wait_closed()
+
+    server = await serve(handler, "127.0.0.1", 0, create_connection=_Connection)
+    port = int(next(iter(server.sockets)).getsockname()[1])
+    try:
+        async with (
+            asyncio.timeout(TIMEOUT),
+            connect(f"ws://127.0.0.1:{port}", max_size=None) as client,
+        ):
+            await client.send("go")
+            for size in sizes:
+                assert await client.recv() == bytes([size % 251]) * size
+            assert await client.recv() == "text é"
+    finally:
+        server.close()
+        await server.wait_closed()
