@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "CARD_NAMES",
     "DECK_SIZE",
     "RANK",
     "RANK_NAMES",
@@ -29,8 +30,11 @@ RANK_NAMES: Final = ("", "A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J",
 RANK: Final[tuple[int, ...]] = tuple(c % 13 + 1 for c in range(DECK_SIZE))
 SUIT: Final[tuple[int, ...]] = tuple(c // 13 for c in range(DECK_SIZE))
 RED: Final[tuple[bool, ...]] = tuple(c // 13 in (1, 2) for c in range(DECK_SIZE))
-_NAMES: Final[tuple[str, ...]] = tuple(RANK_NAMES[RANK[c]] + SUITS[SUIT[c]] for c in range(52))
-_BY_NAME: Final[dict[str, int]] = {name: c for c, name in enumerate(_NAMES)}
+CARD_NAMES: Final[tuple[str, ...]] = tuple(
+    RANK_NAMES[RANK[c]] + SUITS[SUIT[c]] for c in range(DECK_SIZE)
+)
+"""Every card's short name, by card: ``CARD_NAMES[c] == card_name(c)``."""
+_BY_NAME: Final[dict[str, int]] = {name: c for c, name in enumerate(CARD_NAMES)}
 
 
 def make_card(rank: int, suit: str) -> Card:
@@ -42,7 +46,7 @@ def make_card(rank: int, suit: str) -> Card:
 
 def card_name(card: Card) -> str:
     """Return the card's short name, such as ``10H`` or ``QS``."""
-    return _NAMES[card]
+    return CARD_NAMES[card]
 
 
 def rank_name(rank: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .cards import card_name, rank_name
+from .cards import CARD_NAMES, card_name, rank_name
 from .game import Game, Status
 from .moves import format_move
 
@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 View = dict[str, Any]
+_STATUS_TEXT = {status: status.value for status in Status}  # cheaper than .value
 
 
 def _top(pile: list[int]) -> str | None:
@@ -62,18 +63,20 @@ def player_view(game: Game, *, legal: bool = False) -> View:
 
 def pile_view(game: Game, pile: str) -> Any:
     """One pile as :func:`board_view` shows it, named as in the move notation (``t2``, ``w``)."""
+    # A delta (one per move) holds one to three of these: card names come from the table.
     kind = pile[0]
     if kind == "t":
-        return [card_name(c) for c in game.tableau[int(pile[1:]) - 1]]
+        return [CARD_NAMES[c] for c in game.tableau[int(pile[1:]) - 1]]
     if kind == "f":
         f = game.foundations[int(pile[1:]) - 1]
-        return {"top": _top(f), "count": len(f)}
+        return {"top": CARD_NAMES[f[-1]] if f else None, "count": len(f)}
     if kind == "r":
-        return {"count": len(game.reserve), "top": _top(game.reserve)}
+        r = game.reserve
+        return {"count": len(r), "top": CARD_NAMES[r[-1]] if r else None}
     if kind == "s":
         return {"count": len(game.stock)}
     if kind == "w":
-        return {"count": len(game.waste), "visible": [card_name(c) for c in game.visible_waste()]}
+        return {"count": len(game.waste), "visible": [CARD_NAMES[c] for c in game.visible_waste()]}
     raise ValueError(f"no pile {pile!r}")
 
 
@@ -84,7 +87,7 @@ def delta_view(game: Game, touched: Iterable[str], *, legal: bool = False) -> Vi
     status and ``can_undo`` are always there, and ``legal`` too when asked for.
     ``solrace.protocol.apply_delta`` turns the previous view and this into the new one.
     """
-    status = game.status.value
+    status = _STATUS_TEXT[game.status]
     playing = status == "playing"
     delta: View = {
         "piles": {name: pile_view(game, name) for name in touched},

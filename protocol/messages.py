@@ -300,6 +300,18 @@ class Ack(_Wire):
     duplicate: bool = False
     delta: Data | None = None
 
+    @staticmethod
+    def fresh(request_id: int, rev: int, move: str, delta: Data) -> Data:
+        """A fresh move's ack as plain data, as ``Ack(...).to_wire()`` gives it (one per move)."""
+        return {
+            "type": "ack",
+            "id": request_id,
+            "rev": rev,
+            "move": move,
+            "duplicate": False,
+            "delta": delta,
+        }
+
     def to_wire(self) -> Data:
         """As :meth:`_Wire.to_wire`, written out: an ack goes out for every move."""
         data: Data = {"type": "ack", "id": self.id, "rev": self.rev, "move": self.move}

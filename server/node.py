@@ -693,16 +693,8 @@ class Node:
         # guards a slow client), so the room hears of the move at once; a socket that
         # fails here must not keep a logged move from the room either.
         try:
-            session.push(
-                session.codec.encode(
-                    Ack(
-                        req.id,
-                        game.moves,
-                        notation,
-                        delta=delta_view(game, change.touched, legal=session.legal),
-                    )
-                )
-            )
+            delta = delta_view(game, change.touched, legal=session.legal)
+            session.push(session.codec.dumps(Ack.fresh(req.id, game.moves, notation, delta)))
         except Exception:
             log.warning("ack_not_sent", rev=game.moves)
 
@@ -733,16 +725,18 @@ class Node:
                 room,
                 any(m.role is Role.SPECTATOR for m in room.members.values()),
             )
-        watched = seen[1]
-        waiting[player_id] = rooms.Standing(
-            player_id,
-            now,
-            status,
-            banked,
-            game.moves,
-            spectator_view(game) if watched else None,
-            banked_at,
-        )
+        view = spectator_view(game) if seen[1] else None
+        if previous is None:
+            waiting[player_id] = rooms.Standing(
+                player_id, now, status, banked, game.moves, view, banked_at
+            )
+        else:  # a standing waits for the report: the newer one takes its place
+            previous.at_ms = now
+            previous.status = status
+            previous.banked = banked
+            previous.moves = game.moves
+            previous.view = view
+            previous.banked_at_ms = banked_at
         interval = self.config.progress_interval_s
         since = time.monotonic() - self._reported_at.get(code, 0.0)
         if status != "playing" or interval <= 0 or since >= interval:
