@@ -21,8 +21,14 @@ from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import DATA_OPCODES, Frame, Opcode
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - websockets built without its C extension
+    from websockets.utils import apply_mask
 from websockets.http11 import Request, Response
-from websockets.protocol import Event, State
+from websockets.protocol import Event, Protocol, State
+from websockets.streams import StreamReader
 from websockets.typing import Subprotocol
 
 from ..protocol import SUBPROTOCOLS, ProtocolError, RateLimiter, codec_for
@@ -44,6 +50,24 @@ OP_TEXT = 0x81  # FIN and the opcode: a whole text message in one frame
 OP_BINARY = 0x82  # FIN and the opcode: a whole binary message in one frame
 _SHORT = struct.Struct("!BBH")
 _LONG = struct.Struct("!BBQ")
+
+
+_AT_EOF = StreamReader.at_eof.__code__
+
+
+def _between_frames(protocol: Protocol) -> bool:
+    """Whether websockets' parser waits for the first byte of a frame.
+
+    Its parser is a generator that, between two frames, waits in ``StreamReader.at_eof``
+    (each generator's ``gi_yieldfrom`` names the one it is suspended in).
+    """
+    inner = protocol.parser
+    for _ in range(8):
+        below = getattr(inner, "gi_yieldfrom", None)
+        if below is None:
+            return getattr(inner, "gi_code", None) is _AT_EOF
+        inner = below
+    return False
 
 
 def frame_header(first: int, length: int) -> bytes:
@@ -138,11 +162,100 @@ class _Connection(ServerConnection):
             transport.max_size = READ_CHUNK  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
+        if self._reading or (self._reading is None and self._can_read()):
+            self._read_frames(data)
+            return
+        self._receive(data)
+
+    def _receive(self, data: bytes) -> None:
+        """Hand bytes to websockets' own parser (always whole frames once reading here)."""
         self._receiving = True
         try:
             super().data_received(data)
         finally:
             self._receiving = False
+
+    def eof_received(self) -> None:
+        if self._unread:
+            self._receive(self._unread)  # a frame cut short: websockets says so
+            self._unread = b""
+        self._reading = False
+        super().eof_received()
+
+    # Reading frames here: websockets parses each incoming frame with a generator in
+    # Python, which costs as much as the move the frame holds. Once the handshake is done
+    # (and the task is there to take moves), this connection splits the incoming bytes
+    # into frames itself: a whole, masked binary message in one frame, within the size
+    # limit, is unmasked and handled here; every other frame (control frames, text,
+    # fragments, anything invalid) goes whole to websockets, whose parser thus always
+    # stands between two frames. Anything this reader cannot size, or bytes after the
+    # connection stops being open, go to websockets from then on.
+
+    _reading: bool | None = None  # None: not yet; True: frames are split here; False: never
+    _unread = b""  # the start of a frame whose rest has not come yet
+
+    def _can_read(self) -> bool:
+        protocol = self.protocol
+        if self.take is None or protocol.state is not State.OPEN:
+            return False  # not yet: the handshake, or the task, is still to come
+        # websockets' parser must hold no byte and wait for a frame's first one (not for
+        # the rest of a frame whose start it has read); if not, it reads this too, and
+        # the question comes again with the next bytes.
+        if protocol.reader.buffer or not _between_frames(protocol):
+            return False
+        self._reading = True
+        return True
+
+    def _read_frames(self, data: bytes) -> None:
+        buf = self._unread + data if self._unread else data
+        protocol = self.protocol
+        limit = protocol.max_message_size
+        pos, end = 0, len(buf)
+        while pos < end:
+            if protocol.state is not State.OPEN:
+                break
+            if end - pos < 2:
+                self._unread = buf[pos:]  # the rest comes with the next read
+                return
+            first, second = buf[pos], buf[pos + 1]
+            length = second & 0x7F
+            head = pos + 2
+            if length == 126:
+                if end - pos < 4:
+                    self._unread = buf[pos:]
+                    return
+                length = (buf[head] << 8) | buf[head + 1]
+                head += 2
+            if length == 127 or not second & 0x80 or (limit is not None and length > limit):
+                break  # a huge or unmasked frame: websockets refuses it
+            stop = head + 4 + length
+            if stop > end:
+                if stop - pos > READ_CHUNK:
+                    break  # a frame larger than a read: websockets gathers it
+                self._unread = buf[pos:]
+                return
+            if first == OP_BINARY and protocol.current_size is None:
+                self._message(apply_mask(buf[head + 4 : stop], buf[head : head + 4]))
+            else:
+                self._receive(buf[pos:stop])
+            pos = stop
+        else:
+            self._unread = b""
+            return
+        # From here on websockets reads everything, starting with what is left.
+        self._reading = False
+        self._unread = b""
+        self._receive(buf[pos:])
+
+    def _message(self, data: bytes) -> None:
+        """A whole binary message read here: taken at once, or queued for the task."""
+        if self._offer(data):
+            return
+        self.queued += 1
+        super().process_event(Frame(Opcode.BINARY, data))
+
+    def _offer(self, data: bytes) -> bool:
+        return self.take is not None and not self._partial and self.queued == 0 and self.take(data)
 
     def send_data(self) -> None:
         if self._receiving and self.corked and self.protocol.state is State.OPEN:
@@ -173,14 +286,7 @@ class _Connection(ServerConnection):
 
     def process_event(self, event: Event) -> None:
         if self.request is not None and isinstance(event, Frame) and event.opcode in DATA_OPCODES:
-            if (
-                self.take is not None
-                and event.opcode is Opcode.BINARY
-                and event.fin
-                and not self._partial
-                and self.queued == 0
-                and self.take(bytes(event.data))
-            ):
+            if event.opcode is Opcode.BINARY and event.fin and self._offer(bytes(event.data)):
                 return
             self._partial = not event.fin
             if event.fin:
