@@ -15,7 +15,7 @@ import msgpack
 
 from .errors import ErrorCode, ProtocolError
 from .limits import Limits
-from .messages import REQUESTS, PlayMove, Request, ServerMessage
+from .messages import REQUESTS, Request, ServerMessage
 
 __all__ = [
     "JSON_SUBPROTOCOL",
@@ -96,8 +96,8 @@ class Codec:
         """Serialize plain data into a frame."""
         raise NotImplementedError
 
-    def decode_move(self, frame: bytes | str) -> PlayMove | None:
-        """A plain, well-formed move request, read the short way; None for any other frame.
+    def decode_move(self, frame: bytes | str) -> tuple[int, str, int] | None:
+        """A plain, well-formed move request's ``(id, move, rev)``; None for any other frame.
 
         It takes what :meth:`decode` would take as a ``move`` with nothing more (a map of
         ``type``, ``id``, ``move`` and ``rev``, within the limits); :meth:`decode` says
@@ -123,7 +123,7 @@ class Codec:
             and type(rev) is int
             and 0 <= rev <= MAX_INT
         ):
-            return PlayMove(request_id, move, rev)
+            return request_id, move, rev  # no PlayMove made: one frame of this per move
         return None
 
     def decode(self, frame: bytes | str) -> Request:

@@ -125,10 +125,22 @@ class _Connection(ServerConnection):
     queued = 0  # whole messages queued and not yet taken by the connection's task
     _receiving = False  # inside data_received
     _partial = False  # a fragmented message is being received
+    max_buffer = 1 << 62  # bytes waiting in the socket's buffer before push gives up
+    too_slow: Callable[[], None] | None = None
 
     def push(self, frame: bytes | str) -> None:
-        """Send a whole frame at the end of this loop pass; the connection must be open."""
+        """Send a whole frame at the end of this loop pass, if the connection is open.
+
+        A connection whose socket buffer holds more than ``max_buffer`` bytes gets
+        ``too_slow()`` instead (the frame is dropped).
+        """
         protocol = self.protocol
+        if protocol.state is not State.OPEN:
+            return  # as broadcast: a frame to a closing connection is dropped
+        if self.transport.get_write_buffer_size() > self.max_buffer:
+            if self.too_slow is not None:
+                self.too_slow()
+            return
         if (
             self.cork is None
             or self.send_in_progress is not None
@@ -138,8 +150,6 @@ class _Connection(ServerConnection):
         ):
             broadcast([self], frame)
             return
-        if protocol.state is not State.OPEN:
-            return  # as broadcast: a frame to a closing connection is dropped
         # What protocol.send_binary (or send_text) would add to the protocol's buffer,
         # written here: a server's frames are not masked, and with no extension a
         # message is its header and its payload.
@@ -477,18 +487,22 @@ class SolraceServer:
 
         connection = ws if isinstance(ws, _Connection) else None
 
-        def push(frame: bytes | str) -> None:
-            # broadcast() has no backpressure: a client that lets its buffer grow is closed
+        def too_slow() -> None:
+            # A push has no backpressure: a client that lets its buffer grow is closed
             # and resumes from a snapshot instead of holding the server's memory.
+            self.node._spawn(ws.close(1013, "too slow: resume to catch up"))
+
+        def push(frame: bytes | str) -> None:
             if ws.state is not State.OPEN:
                 return
             if ws.transport.get_write_buffer_size() > max_buffer:
-                self.node._spawn(ws.close(1013, "too slow: resume to catch up"))
+                too_slow()
                 return
-            if connection is not None:
-                connection.push(frame)
-            else:
-                broadcast([ws], frame)
+            broadcast([ws], frame)
+
+        if connection is not None:
+            connection.max_buffer, connection.too_slow = max_buffer, too_slow
+            push = connection.push
 
         closing = False
 

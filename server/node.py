@@ -150,6 +150,7 @@ class Node:
         self.config = config or ServerConfig()
         self.clock = clock
         self.metrics = Metrics()
+        self._move_timings = self.metrics.handled("move")
         self.secret = b""
         self.sessions: dict[str, Session] = {}
         self.local: dict[str, set[Session]] = {}
@@ -604,7 +605,7 @@ class Node:
         except BaseException:
             del self.games[(code, room.race, player_id)]  # rebuilt from the log on next use
             raise
-        self._acked(session, req, notation, change, game)
+        self._acked(session, req.id, notation, change, game)
         if self._stand(code, player_id, game, room):
             await self._flush_room(code)
 
@@ -620,43 +621,45 @@ class Node:
         if session.busy or session.lock.locked() or not self.backend.in_process:
             return False
         started = time.perf_counter()
-        req = session.codec.decode_move(frame)
-        if req is None:
+        fields = session.codec.decode_move(frame)
+        if fields is None:
             return False
+        request_id, text, rev = fields
         try:
             code, room, player_id = self._racing(session)
         except ProtocolError:
             return False  # the task answers with the error
         game = self.games.get((code, room.race, player_id))
-        if game is None or game.moves != req.rev or game.status is not Status.PLAYING:
+        if game is None or game.moves != rev or game.status is not Status.PLAYING:
             return False
         try:
-            move, notation = self._notation(req.move)
+            move, notation = self._notation(text)
         except NotationError:
             return False
         if not session.limiter.take(time.monotonic()):
             return False
-        context = {"conn": session.conn_id, "room": code, "player": player_id}
         try:
             change = game.apply(move)
-            self.backend.append_move_now(code, room.race, player_id, req.rev, notation)
+            self.backend.append_move_now(code, room.race, player_id, rev, notation)
         except IllegalMove as error:
-            self._refused(session, req.id, error, req.rev)
+            self._refused(session, request_id, error, rev)
         except ProtocolError as error:  # the log refused it: the game is rebuilt from the log
             self.games.pop((code, room.race, player_id), None)
-            self._push_error(session, req.id, error.code, error.message)
+            self._push_error(session, request_id, error.code, error.message)
         except Exception:
-            log.exception("request_failed", type="move", **context)
+            log.exception(
+                "request_failed", type="move", conn=session.conn_id, room=code, player=player_id
+            )
             self.games.pop((code, room.race, player_id), None)  # rebuilt from the log
-            self._push_error(session, req.id, ErrorCode.INTERNAL, "the server failed")
+            self._push_error(session, request_id, ErrorCode.INTERNAL, "the server failed")
         else:
-            self._acked(session, req, notation, change, game)
+            self._acked(session, request_id, notation, change, game)
             try:
                 if self._stand(code, player_id, game, room):
                     self._flush_room_now(code)
             except Exception:  # the move is logged and acked: the room hears of it later
-                log.exception("report_failed", **context)
-        self.metrics.handled("move").observe(time.perf_counter() - started)
+                log.exception("report_failed", conn=session.conn_id, room=code, player=player_id)
+        self._move_timings.observe(time.perf_counter() - started)
         return True
 
     def _notation(self, text: str) -> tuple[Move, str]:
@@ -685,7 +688,7 @@ class Node:
         )
 
     def _acked(
-        self, session: Session, req: PlayMove, notation: str, change: Change, game: Game
+        self, session: Session, request_id: int, notation: str, change: Change, game: Game
     ) -> None:
         """Count a logged move and send its ack."""
         self.metrics.moves.inc()
@@ -694,7 +697,7 @@ class Node:
         # fails here must not keep a logged move from the room either.
         try:
             delta = delta_view(game, change.touched, legal=session.legal)
-            session.push(session.codec.dumps(Ack.fresh(req.id, game.moves, notation, delta)))
+            session.push(session.codec.dumps(Ack.fresh(request_id, game.moves, notation, delta)))
         except Exception:
             log.warning("ack_not_sent", rev=game.moves)
 

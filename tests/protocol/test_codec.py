@@ -575,7 +575,7 @@ def test_decode_move_takes_exactly_the_plain_moves_decode_takes(data: Any) -> No
     except ProtocolError:
         full = None
     if isinstance(full, PlayMove):
-        assert quick == full
+        assert quick == (full.id, full.move, full.rev)
     else:
         assert quick is None
 
@@ -585,7 +585,7 @@ def test_decode_move_leaves_other_frames_to_decode() -> None:
     move = {"type": "move", "id": 1, "move": "d", "rev": 0}
     assert msgpack_codec.decode_move(b"\xc1") is None  # not msgpack
     assert msgpack_codec.decode_move(json.dumps(move)) is None  # text on a binary codec
-    assert json_codec.decode_move(json.dumps(move)) == PlayMove(1, "d", 0)
+    assert json_codec.decode_move(json.dumps(move)) == (1, "d", 0)
     assert json_codec.decode_move(msgpack.packb(move)) is None
     big = msgpack.packb({**move, "move": "d" + " " * 5000})
     assert msgpack_codec.decode_move(big) is None  # over the frame size limit
