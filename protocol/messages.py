@@ -384,6 +384,10 @@ class Progress(_Wire):
     seq: int
     players: list[Data]
 
+    def to_wire(self) -> Data:
+        """As :meth:`_Wire.to_wire`, written out: each room reports a few times a second."""
+        return {"type": "progress", "room": self.room, "seq": self.seq, "players": self.players}
+
 
 @dataclass(frozen=True, slots=True)
 class RaceOver(_Wire):

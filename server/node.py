@@ -710,9 +710,11 @@ class Node:
         reports it), and a later move replaces it, so nothing is ever reported late by
         more than the interval (and its times are those of the moves themselves).
         """
-        now = self.now_ms()
+        now = int(self.clock() * 1000)  # as now_ms(), once per move
         status = game.status.value
-        waiting = self._pending.setdefault(code, {})
+        waiting = self._pending.get(code)
+        if waiting is None:
+            waiting = self._pending[code] = {}
         previous = waiting.get(player_id)
         last_at: int | None = None
         if previous is not None:

@@ -601,3 +601,12 @@ def test_decode_move_leaves_other_frames_to_decode() -> None:
 def test_an_acks_written_out_wire_form_is_the_generic_one(ack: Ack) -> None:
     generic = _Wire.to_wire(ack)
     assert ack.to_wire() == generic and list(ack.to_wire()) == list(generic)
+    if ack.delta is not None and not ack.duplicate:
+        fresh = Ack.fresh(ack.id, ack.rev, ack.move, ack.delta)
+        assert fresh == generic and list(fresh) == list(generic)
+
+
+def test_a_progress_events_written_out_wire_form_is_the_generic_one() -> None:
+    event = Progress("ROOM", 7, [{"player_id": "p1", "banked": 3}])
+    generic = _Wire.to_wire(event)
+    assert event.to_wire() == generic and list(event.to_wire()) == list(generic)
