@@ -69,7 +69,7 @@ from .daily import daily_seed, entry_from_log, utc_date
 from .identity import check_name, new_player_id, sign_token, verify_token
 from .leaderboard import day_board, player_history
 from .metrics import Metrics
-from .room import Outcome, Role, Room, RoomState, Settings
+from .room import DONE, Outcome, Role, Room, RoomState, Settings
 
 __all__ = ["Node", "Session"]
 
@@ -543,16 +543,16 @@ class Node:
         player_id = self._identified(session)
         code = self._in_room(session)
         room = self.rooms.get(code)
-        if room is None or room.state in (RoomState.LOBBY, RoomState.COUNTDOWN):
+        if room is None or room.state is not RoomState.RACING:
+            if room is not None and room.state is RoomState.FINISHED:
+                raise ProtocolError(ErrorCode.RACE_OVER, "the race is over")
             raise ProtocolError(ErrorCode.RACE_NOT_STARTED, "the race has not started")
-        if room.state is RoomState.FINISHED:
-            raise ProtocolError(ErrorCode.RACE_OVER, "the race is over")
-        if session.role is not Role.PLAYER or player_id not in room.players:
+        standing = room.players.get(player_id)
+        if session.role is not Role.PLAYER or standing is None:
             raise ProtocolError(ErrorCode.NOT_A_PLAYER, "only the race's players make moves")
         if room.deadline_ms is not None and self.now_ms() >= room.deadline_ms:
             raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
-        standing = room.players[player_id]
-        if standing.done:
+        if standing.status in DONE:
             raise ProtocolError(ErrorCode.GAME_OVER, f"your game is over ({standing.status})")
         return code, room, player_id
 
