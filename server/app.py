@@ -21,15 +21,15 @@ from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import DATA_OPCODES, Frame, Opcode
+from websockets.http11 import Request, Response
+from websockets.protocol import Event, Protocol, State
+from websockets.streams import StreamReader
+from websockets.typing import Subprotocol
 
 try:
     from websockets.speedups import apply_mask
 except ImportError:  # pragma: no cover - websockets built without its C extension
     from websockets.utils import apply_mask
-from websockets.http11 import Request, Response
-from websockets.protocol import Event, Protocol, State
-from websockets.streams import StreamReader
-from websockets.typing import Subprotocol
 
 from ..protocol import SUBPROTOCOLS, ProtocolError, RateLimiter, codec_for
 from .backends import Backend, BackendUnavailable, EmbeddedBackend
@@ -472,6 +472,7 @@ class SolraceServer:
         return _response(http.HTTPStatus.OK, target.read_bytes(), content_type)
 
     async def _handler(self, ws: ServerConnection) -> None:
+        assert isinstance(ws, _Connection)  # start() serves with create_connection=_Connection
         conn_id = f"c{next(_conn_ids)}"
         structlog.contextvars.bind_contextvars(conn=conn_id)
         codec = codec_for(ws.subprotocol, self.config.limits)
@@ -485,25 +486,12 @@ class SolraceServer:
             with contextlib.suppress(ConnectionClosed):
                 await ws.send(frame)
 
-        connection = ws if isinstance(ws, _Connection) else None
-
         def too_slow() -> None:
             # A push has no backpressure: a client that lets its buffer grow is closed
             # and resumes from a snapshot instead of holding the server's memory.
             self.node._spawn(ws.close(1013, "too slow: resume to catch up"))
 
-        def push(frame: bytes | str) -> None:
-            if ws.state is not State.OPEN:
-                return
-            if ws.transport.get_write_buffer_size() > max_buffer:
-                too_slow()
-                return
-            broadcast([ws], frame)
-
-        if connection is not None:
-            connection.max_buffer, connection.too_slow = max_buffer, too_slow
-            push = connection.push
-
+        ws.max_buffer, ws.too_slow, ws.cork = max_buffer, too_slow, self._cork
         closing = False
 
         async def close(code: int, reason: str) -> None:
@@ -518,23 +506,20 @@ class SolraceServer:
             conn_id,
             codec,
             send,
-            push,
+            ws.push,
             close,
             RateLimiter(limits.messages_per_second, limits.burst, time.monotonic()),
         )
         metrics = self.node.metrics
         metrics.connections.inc()
-        if connection is not None:
-            connection.cork = self._cork
 
-            def take(frame: bytes) -> bool:
-                return not closing and self.node.take_move(session, frame)
+        def take(frame: bytes) -> bool:
+            return not closing and self.node.take_move(session, frame)
 
-            connection.take = take
+        ws.take = take
         try:
             async for frame in ws:
-                if connection is not None:
-                    connection.queued -= 1
+                ws.queued -= 1
                 if not closing:
                     session.busy = True
                     try:
@@ -544,8 +529,7 @@ class SolraceServer:
         except ConnectionClosed:
             pass
         finally:
-            if connection is not None:
-                connection.take = None
+            ws.take = None
             metrics.connections.dec()
             await self.node.disconnected(session)
 
