@@ -23,7 +23,6 @@ __all__ = [
 ]
 
 View = dict[str, Any]
-_STATUS_TEXT = {status: status.value for status in Status}  # cheaper than .value
 
 
 def _top(pile: list[int]) -> str | None:
@@ -87,7 +86,7 @@ def delta_view(game: Game, touched: Iterable[str], *, legal: bool = False) -> Vi
     status and ``can_undo`` are always there, and ``legal`` too when asked for.
     ``solrace.protocol.apply_delta`` turns the previous view and this into the new one.
     """
-    status = _STATUS_TEXT[game.status]
+    status = game.status.value
     playing = status == "playing"
     delta: View = {
         "piles": {name: pile_view(game, name) for name in touched},

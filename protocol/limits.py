@@ -45,17 +45,12 @@ class RateLimiter:
 
     def take(self, now: float) -> bool:
         """Take a token if there is one; if not, change nothing (no violation counted)."""
-        elapsed = now - self._last
-        if elapsed < 0.0:
-            elapsed = 0.0  # a clock that steps back refills nothing
-        tokens = self._tokens + elapsed * self._rate
-        if tokens > self._size:
-            tokens = self._size
+        elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing
+        tokens = min(self._size, self._tokens + elapsed * self._rate)
         if tokens < 1.0:
             return False
         self._tokens = tokens - 1.0
-        if now > self._last:
-            self._last = now
+        self._last = max(self._last, now)
         return True
 
     def allow(self, now: float) -> bool:

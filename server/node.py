@@ -69,7 +69,7 @@ from .daily import daily_seed, entry_from_log, utc_date
 from .identity import check_name, new_player_id, sign_token, verify_token
 from .leaderboard import day_board, player_history
 from .metrics import Metrics
-from .room import DONE, Outcome, Role, Room, RoomState, Settings
+from .room import Outcome, Role, Room, RoomState, Settings
 
 __all__ = ["Node", "Session"]
 
@@ -552,7 +552,7 @@ class Node:
             raise ProtocolError(ErrorCode.NOT_A_PLAYER, "only the race's players make moves")
         if room.deadline_ms is not None and self.now_ms() >= room.deadline_ms:
             raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
-        if standing.status in DONE:
+        if standing.done:
             raise ProtocolError(ErrorCode.GAME_OVER, f"your game is over ({standing.status})")
         return code, room, player_id
 
@@ -710,7 +710,7 @@ class Node:
         reports it), and a later move replaces it, so nothing is ever reported late by
         more than the interval (and its times are those of the moves themselves).
         """
-        now = int(self.clock() * 1000)  # as now_ms(), once per move
+        now = self.now_ms()
         status = game.status.value
         waiting = self._pending.get(code)
         if waiting is None:
