@@ -250,6 +250,10 @@ class Welcome(_Wire):
     token: str
     room: str | None = None
     protocol: int = PROTOCOL_VERSION
+    server: dict[str, Any] | None = None
+    """The node that answered: ``node`` (its lasting id: the same after a restart on the
+    same data) and ``boot`` (when this run of it started, ms): a client that sees the
+    same node with a new boot knows the server restarted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,14 @@ class Backend(ABC):
         """:meth:`publish` at once (only where :attr:`in_process`)."""
         raise NotImplementedError
 
+    def flush_writes(self) -> None:  # noqa: B027 (an optional hook)
+        """Make durable every write taken so far; called before any frame leaves the node.
+
+        A backend that commits writes in groups (the embedded one: one transaction per
+        event-loop pass) commits the open group here, so that no ack, snapshot or event
+        ever reaches a client before what it tells of is on disk. Others do nothing.
+        """
+
     async def start(self) -> None:  # noqa: B027 (an optional hook)
         """Connect and prepare storage."""
 
