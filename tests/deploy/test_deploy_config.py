@@ -115,60 +115,110 @@ def test_the_build_context_holds_what_the_dockerfile_copies() -> None:
 # -- Redis ---------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
-def test_redis_conf_keeps_acked_writes_in_the_append_only_file(tmp_path: Path) -> None:
-    text = (DEPLOY / "redis.conf").read_text()
-    text, count = re.subn(r"^dir /data$", f"dir {tmp_path}", text, flags=re.M)
-    assert count == 1
-    conf = tmp_path / "redis.conf"
-    conf.write_text(text)
-    port = free_port()
+needs_redis = pytest.mark.skipif(
+    shutil.which("redis-server") is None, reason="redis-server is not installed"
+)
 
-    def start() -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            ["redis-server", str(conf), "--port", str(port), "--bind", "127.0.0.1"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
+
+class RedisWithDeployConf:
+    """``redis-server deploy/redis.conf`` as it is, on a free loopback port.
+
+    Only the port and the address are set on the command line (the port of a Redis this
+    machine may already run, and every interface, are not the test's to take), plus any
+    ``extra`` arguments.
+    """
+
+    def __init__(self, cwd: Path, *extra: str) -> None:
+        self.cwd = cwd
+        self.extra = extra
+        self.port = free_port()
+        self.log = cwd.parent / f"redis-{self.port}.log"  # its output, kept out of ``cwd``
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def client(self) -> redis.Redis:
+        """A client with short timeouts."""
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2.0)
+
+    def start(self) -> None:
+        """Start it and wait for a PING; fail with its output if it exits."""
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        command = ["redis-server", str(DEPLOY / "redis.conf"), "--port", str(self.port)]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [*command, "--bind", "127.0.0.1", *self.extra],
+                cwd=self.cwd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + TIMEOUT
         while True:
-            assert process.poll() is None, "redis-server refused deploy/redis.conf"
+            if self.process.poll() is not None:
+                output = self.log.read_text()
+                raise AssertionError(f"redis-server refused deploy/redis.conf:\n{output}")
             try:
-                with client() as c:
+                with self.client() as c:
                     if c.ping():
-                        return process
+                        return
             except redis.ConnectionError:
                 assert time.monotonic() < deadline, "redis-server did not answer"
                 time.sleep(0.02)
 
-    def client() -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=port, socket_timeout=2.0)
+    def stop(self) -> int:
+        """Stop it (SIGTERM: Redis finishes its writes) and return its exit code."""
+        process, self.process = self.process, None
+        if process is None:
+            return 0
+        process.terminate()
+        return process.wait(timeout=TIMEOUT)
 
-    process = start()
+
+@needs_redis
+def test_redis_conf_starts_outside_a_container_and_keeps_acked_writes(tmp_path: Path) -> None:
+    # Started as the docs say for a Redis of one's own: in the folder that is to hold it.
+    here = tmp_path / "redis"
+    server = RedisWithDeployConf(here)
+    server.start()
     try:
-        with client() as c:
+        with server.client() as c:
             settings = {
                 key: c.config_get(key)[key]
-                for key in ("appendonly", "appendfsync", "maxmemory-policy", "save")
+                for key in ("appendonly", "appendfsync", "maxmemory-policy", "save", "dir")
             }
             assert settings == {
                 "appendonly": "yes",
                 "appendfsync": "everysec",
                 "maxmemory-policy": "noeviction",
                 "save": "3600 1 300 100 60 10000",
+                "dir": str(here),
             }
             c.xadd("solrace:{ROOM}:log:1:p", {"m": "d"}, id="0-1")
-        process.terminate()
-        assert process.wait(timeout=TIMEOUT) == 0
+        assert server.stop() == 0
         # Without the snapshot, the append-only file alone brings the move back.
-        (tmp_path / "dump.rdb").unlink(missing_ok=True)
-        assert (tmp_path / "appendonlydir").is_dir()
-        process = start()
-        with client() as c:
+        (here / "dump.rdb").unlink(missing_ok=True)
+        assert (here / "appendonlydir").is_dir()
+        server.start()
+        with server.client() as c:
             assert c.xlen("solrace:{ROOM}:log:1:p") == 1
     finally:
-        process.terminate()
-        process.wait(timeout=TIMEOUT)
+        server.stop()
+
+
+@needs_redis
+def test_redis_conf_keeps_its_files_where_the_command_line_says(tmp_path: Path) -> None:
+    # compose.yaml's way: the data folder on the command line, whatever the working one.
+    data = tmp_path / "data"
+    data.mkdir()
+    server = RedisWithDeployConf(tmp_path / "elsewhere", "--dir", str(data))
+    server.start()
+    try:
+        with server.client() as c:
+            assert c.config_get("dir")["dir"] == str(data)
+            c.set("solrace:secret", b"k")
+        assert server.stop() == 0
+        assert (data / "appendonlydir").is_dir()
+        assert not (tmp_path / "elsewhere" / "appendonlydir").exists()
+    finally:
+        server.stop()
 
 
 # -- YAML: compose and Kubernetes ------------------------------------------------------------
@@ -213,11 +263,15 @@ def test_compose_runs_three_nodes_on_redis_with_aof_behind_nginx() -> None:
 
     redis_service = services["redis"]
     volumes = mounts(redis_service["volumes"])
-    assert redis_service["command"] == ["redis-server", volumes["./redis.conf"]]
-    assert volumes["redis-data"] == "/data", "the AOF and snapshots live on a volume"
+    # The AOF and snapshots live on a volume: the data folder is the volume's.
+    assert redis_service["command"] == [
+        "redis-server",
+        volumes["./redis.conf"],
+        "--dir",
+        volumes["redis-data"],
+    ]
     assert "redis-data" in compose["volumes"]
     assert re.search(r"^appendonly yes$", (DEPLOY / "redis.conf").read_text(), re.M)
-    assert re.search(r"^dir /data$", (DEPLOY / "redis.conf").read_text(), re.M)
 
     proxy = services["nginx"]
     volumes = mounts(proxy["volumes"])
