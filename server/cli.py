@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
+import socket
+import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from .backends import BackendUnavailable
 from .config import ServerConfig
 
 __all__ = ["register"]
@@ -128,5 +133,59 @@ def _serve(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         resume_grace_s=args.resume_grace,
     )
-    asyncio.run(run(config))
+    try:
+        asyncio.run(run(config))
+    except BackendUnavailable as error:
+        _fail(_unavailable(config, error))
+        return 1
+    except OSError as error:
+        problem = _os_failure(config, error)
+        if problem is None:
+            raise
+        _fail(problem)
+        return 1
     return 0
+
+
+def _fail(problem: str) -> None:
+    """Say on one line of stderr why the node did not start."""
+    print(f"solrace serve: {problem}", file=sys.stderr)
+
+
+def _unavailable(config: ServerConfig, error: BackendUnavailable) -> str:
+    """What the store's refusal means, naming the store."""
+    reason = str(error.__cause__ or error).strip() or type(error).__name__
+    if config.redis_url:
+        reason = reason.removeprefix("redis: ")
+        return f"cannot reach Redis at {_without_password(config.redis_url)}: {reason}"
+    return f"the data directory {config.data_dir} is unavailable: {reason}"
+
+
+# What a failed listen raises: the address is taken, not this machine's, or not allowed.
+_LISTEN_ERRNOS = {errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES}
+
+
+def _os_failure(config: ServerConfig, error: OSError) -> str | None:
+    """One line for a failed listen or an unusable data directory; None for anything else."""
+    where = f"cannot listen on {config.host}:{config.port}"
+    if isinstance(error, socket.gaierror):
+        return f"{where}: {(error.strerror or str(error)).lower()}"
+    if error.filename is None and error.errno in _LISTEN_ERRNOS:
+        # The errno's own words: asyncio's message repeats the address.
+        return f"{where}: {os.strerror(error.errno).lower()}"
+    if error.filename is not None and not config.redis_url:
+        return (
+            f"cannot use the data directory {config.data_dir}: "
+            f"{(error.strerror or str(error)).lower()}: {error.filename}"
+        )
+    return None
+
+
+def _without_password(url: str) -> str:
+    """``url`` with any password masked, fit for a message."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
