@@ -15,7 +15,7 @@ from typing import Any
 from .backends import BackendUnavailable
 from .config import ServerConfig
 
-__all__ = ["register"]
+__all__ = ["masked_url", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -157,7 +157,7 @@ def _unavailable(config: ServerConfig, error: BackendUnavailable) -> str:
     reason = str(error.__cause__ or error).strip() or type(error).__name__
     if config.redis_url:
         reason = reason.removeprefix("redis: ")
-        return f"cannot reach Redis at {_without_password(config.redis_url)}: {reason}"
+        return f"cannot reach Redis at {masked_url(config.redis_url)}: {reason}"
     return f"the data directory {config.data_dir} is unavailable: {reason}"
 
 
@@ -181,7 +181,7 @@ def _os_failure(config: ServerConfig, error: OSError) -> str | None:
     return None
 
 
-def _without_password(url: str) -> str:
+def masked_url(url: str) -> str:
     """``url`` with any password masked, fit for a message."""
     parts = urllib.parse.urlsplit(url)
     if parts.password is None:

@@ -24,7 +24,8 @@ import structlog
 
 from .client.terminal import render_board
 from .engine import VARIANTS
-from .server import ServerConfig, make_backend
+from .server import BackendUnavailable, ServerConfig, make_backend
+from .server.cli import masked_url
 from .server.daily import daily_seed, parse_date, rank_entries, seed_is_public, utc_date
 
 __all__ = ["register"]
@@ -63,9 +64,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--format", choices=("csv", "json"), default="csv", help="export format")
     parser.add_argument("--reason", help="remove: why (kept with the removal)")
     parser.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("SOLRACE_DATA_DIR", "data"))
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("SOLRACE_DATA_DIR", "data")),
+        help="export, remove: the embedded node's data directory (or SOLRACE_DATA_DIR; ./data)",
     )
-    parser.add_argument("--redis", default=os.environ.get("SOLRACE_REDIS_URL"), metavar="URL")
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("SOLRACE_REDIS_URL"),
+        metavar="URL",
+        help="export, remove: the nodes' Redis instead (or SOLRACE_REDIS_URL)",
+    )
     parser.set_defaults(func=_main)
 
 
@@ -78,15 +87,51 @@ def _main(args: argparse.Namespace) -> int:
     variants = [args.variant] if args.variant else list(VARIANTS)
     if args.action == "show":
         return _show(args, date, variants)
-    if args.action == "remove":
-        if not (args.variant and args.player and args.reason):
-            print(
-                "solrace leaderboard remove: needs --variant, --player and --reason",
-                file=sys.stderr,
-            )
-            return 2
-        return asyncio.run(_remove(args, date))
-    return asyncio.run(_export(args, date, variants))
+    if args.action == "remove" and not (args.variant and args.player and args.reason):
+        print("solrace leaderboard remove: needs --variant, --player and --reason", file=sys.stderr)
+        return 2
+    # export and remove open the store itself: refuse one that is not a node's.
+    problem = _missing_store(args)
+    if problem is None:
+        try:
+            if args.action == "remove":
+                return asyncio.run(_remove(args, date))
+            return asyncio.run(_export(args, date, variants))
+        except BackendUnavailable as error:
+            reason = str(error.__cause__ or error).strip()
+            if args.redis:
+                reason = reason.removeprefix("redis: ")
+                problem = f"cannot reach Redis at {masked_url(args.redis)}: {reason}"
+            else:
+                problem = f"the data directory {args.data_dir} is unavailable: {reason}"
+    print(f"solrace leaderboard {args.action}: {problem}", file=sys.stderr)
+    return 1
+
+
+# What a node on the embedded backend keeps in its data directory (EmbeddedBackend).
+DATA_FILES = ("solrace.sqlite3", "secret.key")
+
+
+def _missing_store(args: argparse.Namespace) -> str | None:
+    """Why the embedded data directory is not a node's, or None if it is (or on Redis).
+
+    Opening a folder without the node's files would create them: an empty board with a
+    new token secret, whose seeds are not the node's.
+    """
+    if args.redis:
+        return None
+    folder = args.data_dir.absolute()
+    if not folder.is_dir():
+        found = "there is no such directory"
+    else:
+        missing = [name for name in DATA_FILES if not (folder / name).is_file()]
+        if not missing:
+            return None
+        found = f"it has no {' or '.join(missing)}"
+    return (
+        f"no solrace data in {folder} ({found}): name the node's data directory with "
+        "--data-dir or SOLRACE_DATA_DIR, or its Redis with --redis or SOLRACE_REDIS_URL"
+    )
 
 
 def _show(args: argparse.Namespace, date: str, variants: list[str]) -> int:

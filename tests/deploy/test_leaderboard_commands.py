@@ -1,0 +1,125 @@
+"""The operator's ``solrace leaderboard export`` and ``remove``, run as docs/operations.md
+says, against the store they are pointed at.
+
+They open the store itself. Pointed at a folder that is not a node's data directory they
+refuse, rather than create one with a new token secret and report an empty board; with
+Redis away they say which Redis. Each test runs the real command in a process of its own.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import TIMEOUT
+from redis_server import free_port
+
+from solrace.server import EmbeddedBackend
+from solrace.server.daily import Entry
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DATE = "2026-11-20"
+REMOVE = ("remove", "--date", DATE, "--variant", "canfield", "--player", "p1", "--reason", "r")
+
+
+def leaderboard(cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``solrace leaderboard ARGV`` in ``cwd``, with only ``env`` of SOLRACE_ settings."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")}
+    clean["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), clean.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "solrace", "leaderboard", *argv],
+        cwd=cwd,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=4 * TIMEOUT,
+        check=False,
+    )
+
+
+def refusal(result: subprocess.CompletedProcess[str], action: str) -> str:
+    """The one line of a refusal: non-zero exit, nothing on stdout, no traceback."""
+    assert result.returncode != 0, result.stdout
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"solrace leaderboard {action}: "), lines[0]
+    return lines[0]
+
+
+def assert_says_where_and_how(line: str, folder: Path) -> None:
+    """The refusal names the folder it looked in and the ways to point elsewhere."""
+    assert f" {folder} " in line, line
+    for way in ("--data-dir", "SOLRACE_DATA_DIR", "--redis"):
+        assert way in line, line
+
+
+@pytest.mark.parametrize("action", [("export",), REMOVE], ids=["export", "remove"])
+def test_without_a_data_directory_they_refuse_and_create_nothing(
+    tmp_path: Path, action: tuple[str, ...]
+) -> None:
+    line = refusal(leaderboard(tmp_path, *action), action[0])
+    assert_says_where_and_how(line, tmp_path / "data")
+    assert list(tmp_path.iterdir()) == [], "no ./data, no new secret"
+
+
+def test_the_directory_named_by_the_environment_is_the_one_named_in_the_refusal(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "srv" / "solrace"
+    line = refusal(leaderboard(tmp_path, "export", SOLRACE_DATA_DIR=str(elsewhere)), "export")
+    assert_says_where_and_how(line, elsewhere)
+    assert not elsewhere.exists()
+
+
+def test_a_folder_without_the_token_secret_is_refused(tmp_path: Path) -> None:
+    # An export would write a new secret there, and print seeds that are not the node's.
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "solrace.sqlite3").touch()
+    line = refusal(leaderboard(tmp_path, "export", "--data-dir", str(folder)), "export")
+    assert_says_where_and_how(line, folder)
+    assert "secret.key" in line
+    assert not (folder / "secret.key").exists()
+
+
+async def test_a_node_data_directory_is_exported_and_edited(tmp_path: Path) -> None:
+    folder = tmp_path / "node-data"
+    backend = EmbeddedBackend(folder)
+    await backend.start()
+    try:
+        for player, banked in (("p1", 30), ("p2", 20)):
+            entry = Entry(DATE, "canfield", player, player, 1, "stuck", banked, 9, 1_000)
+            await backend.save_daily_entry(entry)
+    finally:
+        await backend.close()
+    secret = (folder / "secret.key").read_bytes()
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+
+    exported = leaderboard(cwd, "export", "--date", DATE, "--data-dir", str(folder))
+    assert exported.returncode == 0, exported.stderr
+    rows = list(csv.DictReader(io.StringIO(exported.stdout)))
+    assert sorted((r["player_id"], r["rank"]) for r in rows) == [("p1", "1"), ("p2", "2")]
+
+    removed = leaderboard(cwd, *REMOVE, SOLRACE_DATA_DIR=str(folder))
+    assert removed.returncode == 0, removed.stderr
+    again = leaderboard(cwd, "export", "--date", DATE, SOLRACE_DATA_DIR=str(folder))
+    rows = list(csv.DictReader(io.StringIO(again.stdout)))
+    assert sorted((r["player_id"], r["rank"]) for r in rows) == [("p1", ""), ("p2", "1")]
+    assert (folder / "secret.key").read_bytes() == secret
+    assert list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("action", [("export",), REMOVE], ids=["export", "remove"])
+def test_with_redis_away_they_say_which_redis(tmp_path: Path, action: tuple[str, ...]) -> None:
+    url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"  # nothing listens there
+    line = refusal(leaderboard(tmp_path, *action, "--redis", url), action[0])
+    assert f"cannot reach Redis at {url.replace('hunter2', '***')}: " in line
+    assert list(tmp_path.iterdir()) == []
