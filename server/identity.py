@@ -1,4 +1,4 @@
-"""Player identity: ids, signed tokens and display names."""
+"""Player identity: ids, signed tokens, display names, and the node's ``hello``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,20 @@ import hashlib
 import hmac
 import secrets
 import unicodedata
+from typing import TYPE_CHECKING
 
-from ..protocol import ErrorCode, ProtocolError
+import structlog
 
-__all__ = ["check_name", "new_player_id", "sign_token", "verify_token"]
+from ..protocol import ErrorCode, Hello, ProtocolError, RoomSnapshot, Welcome
+from . import room as rooms
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .session import Session
+
+__all__ = ["Identity", "check_name", "new_player_id", "sign_token", "verify_token"]
+
+log = structlog.get_logger("solrace.server")
 
 
 def new_player_id() -> str:
@@ -46,3 +56,57 @@ def check_name(name: str, max_len: int) -> str:
     if any(unicodedata.category(ch).startswith("C") for ch in cleaned):
         raise ProtocolError(ErrorCode.BAD_NAME, "a display name cannot hold control characters")
     return cleaned
+
+
+class Identity:
+    """The node's ``hello``: a new player, or one coming back with a token."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    async def hello(self, session: Session, req: Hello) -> None:
+        """Identify the connection; a member of a room resumes with a fresh snapshot."""
+        node = self.node
+        backend = node.backend
+        if session.player_id is not None:
+            raise ProtocolError(ErrorCode.ALREADY_IDENTIFIED, "this connection said hello already")
+        max_len = node.config.limits.max_name_len
+        if req.token is not None:
+            player_id = verify_token(node.secret, req.token)
+            name = await backend.player_name(player_id) if player_id else None
+            if player_id is None or name is None:
+                raise ProtocolError(ErrorCode.BAD_TOKEN, "that token is not valid here")
+            if req.name is not None and check_name(req.name, max_len) != name:
+                name = check_name(req.name, max_len)
+                await backend.save_player(player_id, name)
+        else:
+            name = check_name(req.name or "", max_len)
+            player_id = new_player_id()
+            await backend.save_player(player_id, name)
+        old = node.sessions.get(player_id)
+        if old is not None and old is not session:
+            await node.detach(old)
+            old.player_id = None
+            node.spawn(old.close(4001, "connected again elsewhere"))
+        session.player_id, session.name = player_id, name
+        session.legal = req.legal_moves
+        node.sessions[player_id] = session
+        structlog.contextvars.bind_contextvars(player=player_id)
+        token = sign_token(node.secret, player_id)
+        code = await backend.player_room(player_id)
+        room = await backend.load_room(code) if code else None
+        if room is None or player_id not in room.members:
+            if code:
+                await backend.set_player_room(player_id, None)
+            await session.reply(Welcome(req.id, player_id, name, token, server=node.server_info))
+            return
+        await node.attach(session, room, room.members[player_id].role)
+        await session.reply(
+            Welcome(req.id, player_id, name, token, room=room.code, server=node.server_info)
+        )
+        outcome = await backend.update_room(
+            room.code, lambda r: rooms.set_connected(r, player_id, True, node.now_ms(), name)
+        )
+        await node.fanout.publish(room.code, outcome)
+        await session.reply(RoomSnapshot(None, await node.commands.snapshot(session)))
+        log.info("resumed", room=room.code)

@@ -57,6 +57,7 @@ __all__ = [
     "progress",
     "ranked_results",
     "rematch",
+    "restarted",
     "set_connected",
     "set_ready",
     "standings",
@@ -394,6 +395,31 @@ def set_connected(
     if player_id in players and players[player_id].name != name:
         players = {**players, player_id: replace(players[player_id], name=name)}
     return _emit(replace(room, members=members, players=players), _members)
+
+
+def restarted(room: Room, now_ms: int, downtime_ms: int) -> Outcome:
+    """The server was down for ``downtime_ms`` and is back at ``now_ms``.
+
+    The race clock stops while the server is down: a countdown's and a race's start and
+    deadline move later by the downtime, so that nobody loses playing time to it. Every
+    player counts as dropped from now (each has the whole resume grace to come back);
+    spectators leave, as they do when their connection drops.
+    """
+    members = {
+        p: replace(m, connected=False, left_ms=now_ms)
+        for p, m in room.members.items()
+        if m.role is Role.PLAYER
+    }
+    if room.state in (RoomState.COUNTDOWN, RoomState.RACING) and downtime_ms > 0:
+        room = replace(
+            room,
+            starts_ms=None if room.starts_ms is None else room.starts_ms + downtime_ms,
+            deadline_ms=None if room.deadline_ms is None else room.deadline_ms + downtime_ms,
+        )
+    if not members:
+        return Outcome(None)
+    room = replace(room, members=members, host=_next_host(members, room.host))
+    return _emit(room, _members)
 
 
 def set_ready(room: Room, player_id: str, ready: bool, now_ms: int, seed: int) -> Outcome:

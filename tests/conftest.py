@@ -16,7 +16,7 @@ from redis_server import RedisServer
 from solrace.client import Client
 from solrace.engine import Status, new_game
 from solrace.server import Node, ServerConfig, SolraceServer, make_backend
-from solrace.server import node as node_module
+from solrace.server import commands as commands_module
 
 #: Every wait in the tests is a multiple of this, so a slow machine can scale them all.
 TIMEOUT = float(os.environ.get("SOLRACE_TEST_TIMEOUT", "10"))
@@ -59,7 +59,7 @@ def playable_deals(monkeypatch: pytest.MonkeyPatch) -> None:
             if new_game("canfield", seed).status is Status.PLAYING:
                 return seed
 
-    monkeypatch.setattr(node_module.secrets, "randbits", playable)
+    monkeypatch.setattr(commands_module.secrets, "randbits", playable)
 
 
 @pytest.fixture(params=["embedded", "redis"])

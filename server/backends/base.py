@@ -6,6 +6,7 @@ for several nodes, a Redis one.
 
 from __future__ import annotations
 
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,22 @@ class Backend(ABC):
         """:meth:`publish` at once (only where :attr:`in_process`)."""
         raise NotImplementedError
 
+    def save_boards_now(self, code: str, race: int, views: dict[str, dict[str, Any]]) -> None:
+        """:meth:`save_boards` at once (only where :attr:`in_process`)."""
+        raise NotImplementedError
+
+    async def room_codes(self) -> list[str]:
+        """Every room's code (only where :attr:`in_process`: its node recovers them all
+        after a restart)."""
+        raise NotImplementedError
+
+    last_alive_ms: int | None = None
+    """Where :attr:`in_process`: when the node that used this storage before was last
+    known to run (ms), so that a restart knows how long it was down; None if unknown."""
+
+    def note_alive(self, now_ms: int) -> None:  # noqa: B027 (an optional hook)
+        """Record that the node runs at ``now_ms`` (where :attr:`in_process`)."""
+
     def flush_writes(self) -> None:  # noqa: B027 (an optional hook)
         """Make durable every write taken so far; called before any frame leaves the node.
 
@@ -70,6 +87,14 @@ class Backend(ABC):
     @abstractmethod
     async def secret(self) -> bytes:
         """The key that signs player tokens, the same on every node."""
+
+    async def node_id(self) -> str:
+        """This node's lasting id (by default a new one each run)."""
+        node_id: str | None = getattr(self, "_fresh_node_id", None)
+        if node_id is None:
+            node_id = f"n-{secrets.token_hex(4)}"
+            self._fresh_node_id = node_id
+        return node_id
 
     # players ----------------------------------------------------------------------------
 
@@ -118,13 +143,27 @@ class Backend(ABC):
         """Log move number ``rev`` (counting from 0) durably, before it is acked."""
 
     @abstractmethod
+    async def log_length(self, code: str, race: int, player_id: str) -> int:
+        """How many moves a player's log of a race holds."""
+
+    @abstractmethod
     async def drop_room_logs(self, code: str) -> None:
-        """Delete a deleted room's move logs (the node calls it once the room's last
-        events, which may need the logs, are handled)."""
+        """Delete a deleted room's move logs and boards (the node calls it once the
+        room's last events, which may need the logs, are handled)."""
 
     @abstractmethod
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
         """A player's logged moves in a race, in order."""
+
+    # spectator boards -------------------------------------------------------------------
+
+    @abstractmethod
+    async def save_boards(self, code: str, race: int, views: dict[str, dict[str, Any]]) -> None:
+        """Keep each player's latest board as spectators see it (by player id)."""
+
+    @abstractmethod
+    async def load_boards(self, code: str, race: int) -> dict[str, dict[str, Any]]:
+        """The latest boards kept for a race, by player id (players with none left out)."""
 
     # results ----------------------------------------------------------------------------
 

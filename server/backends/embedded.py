@@ -1,31 +1,69 @@
-"""The embedded backend: one process, in-process pub/sub, players and results in SQLite.
+"""The embedded backend: one process, in-process pub/sub, everything durable in SQLite.
 
-Rooms and move logs live in memory (a single node holds every member, so nothing else
-could read them); players, the token secret and race results are on disk under the data
-directory, so a restart keeps identities and results.
+Players, rooms, running races, move logs, spectator boards, results and the daily boards
+are kept in ``data_dir/solrace.sqlite3`` (WAL). Writes are committed in groups: the first
+write of an event-loop pass opens a transaction, and it is committed at the end of the
+pass, or earlier by :meth:`flush_writes`, which the server calls before any frame leaves
+for a socket. An ack therefore never reaches a player before its move is committed, and
+a restart, even after ``kill -9``, finds every acked move and every room as it was.
+
+Room records are also kept in memory (this process is the only writer, so the memory is
+the truth and the file its durable copy); a move log is read from the file, and only its
+length is kept in memory while its race runs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import secrets
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgpack
+import structlog
+
 from ...protocol import ErrorCode, ProtocolError
 from ..daily import Entry
-from ..room import Outcome, Room
-from .base import Backend, EventHandler, RoomUpdate
+from ..room import Outcome, Room, RoomState
+from .base import Backend, BackendUnavailable, EventHandler, RoomUpdate
 
 __all__ = ["EmbeddedBackend"]
+
+log = structlog.get_logger("solrace.server")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
     player_id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
     room TEXT
+);
+CREATE TABLE IF NOT EXISTS rooms (
+    code TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS moves (
+    code TEXT NOT NULL,
+    race INTEGER NOT NULL,
+    player_id TEXT NOT NULL,
+    rev INTEGER NOT NULL,
+    move TEXT NOT NULL,
+    PRIMARY KEY (code, race, player_id, rev)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS boards (
+    code TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    race INTEGER NOT NULL,
+    view BLOB NOT NULL,
+    PRIMARY KEY (code, player_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS daily_attempts (
     date TEXT NOT NULL,
@@ -63,9 +101,16 @@ CREATE TABLE IF NOT EXISTS results (
 );
 """
 
+LogKey = tuple[str, int, str]
+
+
+def _pack(data: Any) -> bytes:
+    packed: bytes = msgpack.packb(data, use_bin_type=True)
+    return packed
+
 
 class EmbeddedBackend(Backend):
-    """Everything in this process; durable parts in ``data_dir/solrace.sqlite3``."""
+    """Everything in this process; durable in ``data_dir/solrace.sqlite3``."""
 
     name = "embedded"
     in_process = True
@@ -74,9 +119,20 @@ class EmbeddedBackend(Backend):
         self.data_dir = Path(data_dir)
         self._db: sqlite3.Connection | None = None
         self._secret = b""
+        self._node_id = ""
         self._rooms: dict[str, Room] = {}
-        self._logs: dict[tuple[str, int, str], list[str]] = {}
+        self._lengths: dict[LogKey, int] = {}  # logs of running races: moves logged
         self._subscribers: dict[str, EventHandler] = {}
+        # Writes of this pass, made at the commit: moves in order, rooms by code (None:
+        # deleted), boards by (code, player).
+        self._moves: list[tuple[str, int, str, int, str]] = []
+        self._dirty: dict[str, Room | None] = {}
+        self._boards: dict[tuple[str, str], tuple[int, bytes]] = {}
+        self._scheduled = False
+        self._failed: BaseException | None = None
+        self._on_failure: Callable[[BaseException], None] | None = None
+        self.last_alive_ms: int | None = None
+        """When the previous run of this data directory was last known alive (ms)."""
 
     async def start(self) -> None:
         """Open the SQLite file and the token secret, creating both on first run."""
@@ -87,17 +143,37 @@ class EmbeddedBackend(Backend):
             with os.fdopen(fd, "wb") as f:
                 f.write(secrets.token_bytes(32))
         self._secret = secret_path.read_bytes()
-        self._db = sqlite3.connect(self.data_dir / "solrace.sqlite3", isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # With WAL, NORMAL survives a crash of the process; only a power loss may undo the
-        # last commits. FULL made every join wait on the disk with the event loop blocked.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        db = sqlite3.connect(self.data_dir / "solrace.sqlite3", isolation_level=None)
+        self._db = db
+        db.execute("PRAGMA journal_mode=WAL")
+        # With WAL, NORMAL keeps every commit through a crash of the process (kill -9
+        # included); only a power loss may undo the last ones. FULL would wait on the
+        # disk at every commit with the event loop blocked.
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(SCHEMA)
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        self._node_id = meta.get("node_id") or f"n-{secrets.token_hex(4)}"
+        if "node_id" not in meta:
+            db.execute("INSERT INTO meta VALUES ('node_id', ?)", (self._node_id,))
+        alive = meta.get("alive_ms")
+        self.last_alive_ms = int(alive) if alive is not None else None
+        self._rooms = {
+            code: Room.from_dict(msgpack.unpackb(data, raw=False))
+            for code, data in db.execute("SELECT code, data FROM rooms")
+        }
+        running = {(r.code, r.race) for r in self._rooms.values() if r.state is RoomState.RACING}
+        for code, race, player_id, length in db.execute(
+            "SELECT code, race, player_id, MAX(rev) + 1 FROM moves GROUP BY code, race, player_id"
+        ):
+            if (code, race) in running:
+                self._lengths[(code, race, player_id)] = int(length)
 
     async def close(self) -> None:
-        """Close the SQLite file."""
+        """Commit what is pending, note the time, and close the SQLite file."""
         if self._db is not None:
-            self._db.close()
+            self.flush_writes()
+            if self._failed is None:
+                self._db.close()
             self._db = None
 
     @property
@@ -108,16 +184,95 @@ class EmbeddedBackend(Backend):
         return self._db
 
     async def ready(self) -> bool:
-        """Ready once started."""
-        return self._db is not None
+        """Ready once started, while its file takes writes."""
+        return self._db is not None and self._failed is None
 
     async def secret(self) -> bytes:
         """The token key kept in ``data_dir/secret.key``."""
         return self._secret
 
+    async def node_id(self) -> str:
+        """This data directory's lasting node id."""
+        return self._node_id
+
+    # group commit -----------------------------------------------------------------------
+
+    def set_failure_handler(self, handler: Callable[[BaseException], None] | None) -> None:
+        """Call ``handler`` if a commit fails: what was taken since the last one is lost,
+        so nothing may reach a client any more (the server aborts every connection)."""
+        self._on_failure = handler
+
+    def _write(self) -> sqlite3.Connection:
+        """The connection, inside this pass's transaction (opened on the first write)."""
+        if self._failed is not None:
+            raise BackendUnavailable(f"sqlite: {self._failed}")
+        db = self.db
+        if not db.in_transaction:
+            db.execute("BEGIN")
+        if not self._scheduled:
+            self._scheduled = True
+            try:
+                asyncio.get_running_loop().call_soon(self.flush_writes)
+            except RuntimeError:  # no loop (a tool): the next flush_writes commits
+                self._scheduled = False
+        return db
+
+    def _write_pending(self, db: sqlite3.Connection) -> None:
+        """Put the writes held for this pass into the open transaction."""
+        if self._moves:
+            db.executemany("INSERT INTO moves VALUES (?, ?, ?, ?, ?)", self._moves)
+            self._moves.clear()
+        if self._dirty:
+            gone = [(code,) for code, room in self._dirty.items() if room is None]
+            kept = [(code, _pack(room.to_dict())) for code, room in self._dirty.items() if room]
+            self._dirty.clear()
+            if gone:
+                db.executemany("DELETE FROM rooms WHERE code = ?", gone)
+            if kept:
+                db.executemany("INSERT OR REPLACE INTO rooms VALUES (?, ?)", kept)
+        if self._boards:
+            db.executemany(
+                "INSERT OR REPLACE INTO boards VALUES (?, ?, ?, ?)",
+                [(c, p, race, view) for (c, p), (race, view) in self._boards.items()],
+            )
+            self._boards.clear()
+
+    def flush_writes(self) -> None:
+        """Commit this pass's transaction, if one is open."""
+        self._scheduled = False
+        db = self._db
+        if db is None or self._failed is not None:
+            return
+        if not db.in_transaction and not (self._moves or self._dirty or self._boards):
+            return
+        try:
+            if not db.in_transaction:
+                db.execute("BEGIN")
+            self._write_pending(db)
+            db.execute("COMMIT")
+        except sqlite3.Error as error:
+            self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        self._failed = error
+        self._moves.clear()
+        self._dirty.clear()
+        self._boards.clear()
+        log.critical("storage_failed", error=str(error))
+        with contextlib.suppress(sqlite3.Error):
+            self.db.rollback()
+        if self._on_failure is not None:
+            self._on_failure(error)
+
+    def note_alive(self, now_ms: int) -> None:
+        """Record that the node runs at ``now_ms`` (a restart measures its downtime by it)."""
+        self._write().execute("INSERT OR REPLACE INTO meta VALUES ('alive_ms', ?)", (str(now_ms),))
+
+    # players ----------------------------------------------------------------------------
+
     async def save_player(self, player_id: str, name: str) -> None:
         """Insert or rename a player."""
-        self.db.execute(
+        self._write().execute(
             "INSERT INTO players (player_id, name) VALUES (?, ?) "
             "ON CONFLICT (player_id) DO UPDATE SET name = excluded.name",
             (player_id, name),
@@ -132,7 +287,7 @@ class EmbeddedBackend(Backend):
 
     async def set_player_room(self, player_id: str, code: str | None) -> None:
         """Remember the player's room."""
-        self.db.execute("UPDATE players SET room = ? WHERE player_id = ?", (code, player_id))
+        self._write().execute("UPDATE players SET room = ? WHERE player_id = ?", (code, player_id))
 
     async def player_room(self, player_id: str) -> str | None:
         """The player's room, if it still exists."""
@@ -142,62 +297,144 @@ class EmbeddedBackend(Backend):
         code = None if row is None else row[0]
         return code if code in self._rooms else None
 
+    # rooms ------------------------------------------------------------------------------
+
     async def create_room(self, room: Room) -> bool:
         """Store the room unless its code is taken."""
         if room.code in self._rooms:
             return False
+        self._write()
         self._rooms[room.code] = room
+        self._dirty[room.code] = room
         return True
 
     async def load_room(self, code: str) -> Room | None:
         """The room from memory."""
         return self._rooms.get(code)
 
+    async def room_codes(self) -> list[str]:
+        """Every room's code."""
+        return list(self._rooms)
+
     async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
         """Atomic by construction: nothing awaits between the read and the write."""
         return self.update_room_now(code, change)
 
     def update_room_now(self, code: str, change: RoomUpdate) -> Outcome:
-        """Apply ``change`` to the in-memory record."""
+        """Apply ``change`` to the record, to be committed with this pass's writes."""
         room = self._rooms.get(code)
         if room is None:
             raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room {code!r}")
         outcome = change(room)
-        if outcome.room is None:
+        new = outcome.room
+        if new is room:
+            return outcome
+        self._write()
+        if new is None:
             del self._rooms[code]
         else:
-            self._rooms[code] = outcome.room
+            self._rooms[code] = new
+        self._dirty[code] = new
+        if room.state is RoomState.RACING and (new is None or new.state is not RoomState.RACING):
+            # The race is over: its logs take no more moves, so their lengths go.
+            for key in [k for k in self._lengths if k[0] == code and k[1] == room.race]:
+                del self._lengths[key]
         return outcome
 
     async def room_count(self) -> int:
-        """Rooms in memory."""
+        """Rooms held."""
         return len(self._rooms)
 
+    # move logs --------------------------------------------------------------------------
+
     async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
-        """Append to the in-memory log, refusing a gap or a rewrite."""
+        """Log the move in this pass's transaction, refusing a gap or a rewrite."""
         self.append_move_now(code, race, player_id, rev, move)
 
     def append_move_now(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
-        """Append to the in-memory log, refusing a gap or a rewrite."""
-        log = self._logs.setdefault((code, race, player_id), [])
-        if rev != len(log):
-            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log)} moves")
-        log.append(move)
+        """Log the move in this pass's transaction, refusing a gap or a rewrite.
+
+        It is committed before any frame leaves the node (see :meth:`flush_writes`).
+        """
+        key = (code, race, player_id)
+        length = self._lengths.get(key)
+        if length is None:
+            length = self._length(key)
+        if rev != length:
+            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
+        self._write()
+        self._moves.append((code, race, player_id, rev, move))
+        self._lengths[key] = rev + 1
+
+    def _length(self, key: LogKey) -> int:
+        if self._moves:  # held for this pass's transaction, which is open
+            self._write_pending(self.db)
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM moves WHERE code = ? AND race = ? AND player_id = ?", key
+        ).fetchone()
+        return int(row[0])
+
+    async def log_length(self, code: str, race: int, player_id: str) -> int:
+        """How many moves the player's log of the race holds."""
+        key = (code, race, player_id)
+        length = self._lengths.get(key)
+        return self._length(key) if length is None else length
 
     async def drop_room_logs(self, code: str) -> None:
-        """Forget the room's in-memory logs."""
-        for key in [k for k in self._logs if k[0] == code]:
-            del self._logs[key]
+        """Delete a deleted room's move logs and boards."""
+        db = self._write()
+        self._write_pending(db)
+        db.execute("DELETE FROM moves WHERE code = ?", (code,))
+        db.execute("DELETE FROM boards WHERE code = ?", (code,))
+        for key in [k for k in self._lengths if k[0] == code]:
+            del self._lengths[key]
 
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
-        """A copy of the in-memory log."""
-        return list(self._logs.get((code, race, player_id), ()))
+        """The player's logged moves, in order (this pass's included)."""
+        db = self.db
+        if self._moves:
+            self._write_pending(db)
+        return [
+            row[0]
+            for row in db.execute(
+                "SELECT move FROM moves WHERE code = ? AND race = ? AND player_id = ? ORDER BY rev",
+                (code, race, player_id),
+            )
+        ]
+
+    # spectator boards -------------------------------------------------------------------
+
+    async def save_boards(self, code: str, race: int, views: dict[str, dict[str, Any]]) -> None:
+        """Keep each player's latest board as a spectator sees it."""
+        self.save_boards_now(code, race, views)
+
+    def save_boards_now(self, code: str, race: int, views: dict[str, dict[str, Any]]) -> None:
+        """Keep each player's latest board, with this pass's writes."""
+        if not views:
+            return
+        self._write()
+        for player_id, view in views.items():
+            self._boards[(code, player_id)] = (race, _pack(view))
+
+    async def load_boards(self, code: str, race: int) -> dict[str, dict[str, Any]]:
+        """The latest boards kept for the room's race."""
+        boards: dict[str, dict[str, Any]] = {}
+        for (c, player_id), (r, view) in self._boards.items():
+            if c == code and r == race:
+                boards[player_id] = msgpack.unpackb(view, raw=False)
+        for player_id, view in self.db.execute(
+            "SELECT player_id, view FROM boards WHERE code = ? AND race = ?", (code, race)
+        ):
+            boards.setdefault(player_id, msgpack.unpackb(view, raw=False))
+        return boards
+
+    # results ----------------------------------------------------------------------------
 
     async def save_results(
         self, code: str, race: int, variant: str, seed: int, results: list[dict[str, Any]]
     ) -> None:
         """Keep the results in SQLite."""
-        self.db.execute(
+        self._write().execute(
             "INSERT OR REPLACE INTO results (code, race, variant, seed, results) "
             "VALUES (?, ?, ?, ?, ?)",
             (code, race, variant, str(seed), json.dumps(results)),
@@ -236,16 +473,20 @@ class EmbeddedBackend(Backend):
 
     async def daily_attempt(self, date: str, variant: str, player_id: str) -> int:
         """Count the attempt in SQLite."""
-        row = self.db.execute(
-            "INSERT INTO daily_attempts (date, variant, player_id, attempts) VALUES (?, ?, ?, 1) "
-            "ON CONFLICT DO UPDATE SET attempts = attempts + 1 RETURNING attempts",
-            (date, variant, player_id),
-        ).fetchone()
+        row = (
+            self._write()
+            .execute(
+                "INSERT INTO daily_attempts (date, variant, player_id, attempts) VALUES (?, ?, ?, 1) "
+                "ON CONFLICT DO UPDATE SET attempts = attempts + 1 RETURNING attempts",
+                (date, variant, player_id),
+            )
+            .fetchone()
+        )
         return int(row[0])
 
     async def save_daily_entry(self, entry: Entry) -> None:
         """Insert the attempt (a repeat of the same attempt changes nothing)."""
-        self.db.execute(
+        self._write().execute(
             "INSERT OR IGNORE INTO daily_entries "
             "(date, variant, player_id, attempt, ranked, score, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
@@ -327,13 +568,14 @@ class EmbeddedBackend(Backend):
         self, date: str, variant: str, player_id: str, reason: str
     ) -> bool:
         """Mark the ranked entry removed and log why."""
-        cursor = self.db.execute(
+        db = self._write()
+        cursor = db.execute(
             f"UPDATE daily_entries SET removed = 1 WHERE {self._BOARD} AND player_id = ?",
             (date, variant, player_id),
         )
         if cursor.rowcount == 0:
             return False
-        self.db.execute(
+        db.execute(
             "INSERT INTO daily_removals (date, variant, player_id, reason) VALUES (?, ?, ?, ?)",
             (date, variant, player_id, reason),
         )

@@ -13,6 +13,7 @@ key                                    holds
 ``P:{CODE}:logs``                      set of the room's move-log keys
 ``P:{CODE}:log:RACE:PLAYER``           stream: move number ``rev`` has id ``0-(rev+1)``
 ``P:{CODE}:results``                   hash: race number -> ranked results
+``P:{CODE}:boards``                    hash: player id -> [race, spectator view]
 ``P:{CODE}:events``                    sharded pub/sub channel of the room's events
 =====================================  ==========================================
 
@@ -155,6 +156,14 @@ return n
 """
 
 
+# KEYS: the room's boards; ARGV: time to live in ms (0: none), then player, board pairs
+_SAVE_BOARDS = """
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+if tonumber(ARGV[1]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1
+"""
+
+
 def _pack(data: Any) -> bytes:
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
@@ -291,6 +300,7 @@ class RedisBackend(RedisDailyMixin, Backend):
         self._create_room = self._redis.register_script(_CREATE_ROOM)
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
+        self._save_boards = self._redis.register_script(_SAVE_BOARDS)
         self._secret = b""
         self._handlers: dict[bytes, tuple[str, EventHandler]] = {}
         self._confirmations: dict[bytes, asyncio.Future[None]] = {}
@@ -494,7 +504,7 @@ class RedisBackend(RedisDailyMixin, Backend):
         logs = self._room_key(code, "logs")
         try:
             keys = await self._redis.smembers(logs)
-            await self._redis.unlink(logs, *keys)
+            await self._redis.unlink(logs, self._room_key(code, "boards"), *keys)
         except UNAVAILABLE_ERRORS as error:
             log.warning("room_logs_left", room=code, error=str(error))
 
@@ -525,11 +535,41 @@ class RedisBackend(RedisDailyMixin, Backend):
         if int(length) >= 0:
             raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
 
+    async def log_length(self, code: str, race: int, player_id: str) -> int:
+        """XLEN of the player's stream."""
+        with self._guard():
+            return int(await self._redis.xlen(self._log_key(code, race, player_id)))
+
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
         """The stream's moves, in order."""
         with self._guard():
             entries = await self._redis.xrange(self._log_key(code, race, player_id))
         return [_bytes((fields or {})[b"m"]).decode() for _, fields in entries or ()]
+
+    # spectator boards -------------------------------------------------------------------
+
+    async def save_boards(self, code: str, race: int, views: dict[str, dict[str, Any]]) -> None:
+        """HSET each player's latest board (with its race) in the room's boards hash."""
+        if not views or not self._known(code):
+            return
+        args: list[Any] = [self.room_ttl_ms]
+        for player_id, view in views.items():
+            args += [player_id, _pack([race, view])]
+        with self._guard():
+            await self._save_boards(keys=[self._room_key(code, "boards")], args=args)
+
+    async def load_boards(self, code: str, race: int) -> dict[str, dict[str, Any]]:
+        """The boards of the room's race."""
+        if not self._known(code):
+            return {}
+        with self._guard():
+            stored = await self._redis.hgetall(self._room_key(code, "boards"))
+        boards: dict[str, dict[str, Any]] = {}
+        for player_id, packed in (stored or {}).items():
+            board_race, view = _unpack(packed)
+            if board_race == race:
+                boards[_bytes(player_id).decode()] = view
+        return boards
 
     # results ----------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from solrace.engine import (
     replay,
 )
 from solrace.protocol import apply_delta
-from solrace.server import node as server_node
+from solrace.server import commands as server_commands
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -94,7 +94,7 @@ def race_deal(variant: str) -> tuple[int, str, str]:
 
 def force_seed(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     """Make the server deal ``seed`` for the next race."""
-    monkeypatch.setattr(server_node.secrets, "randbits", lambda _bits: seed)
+    monkeypatch.setattr(server_commands.secrets, "randbits", lambda _bits: seed)
 
 
 @pytest.fixture

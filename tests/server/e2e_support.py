@@ -29,7 +29,7 @@ from solrace.engine import (
     replay,
 )
 from solrace.protocol import MSGPACK_SUBPROTOCOL, Limits
-from solrace.server import node as node_module
+from solrace.server import commands as commands_module
 
 WINNING_DEALS = Path(__file__).resolve().parent.parent / "fixtures" / "winning_deals.json"
 CARD_NAMES = frozenset(card_name(c) for c in range(52))
@@ -46,7 +46,7 @@ FAST = Limits(messages_per_second=10_000, burst=10_000)
 
 def deal_seed(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     """Make the node deal ``seed`` for every race (it draws seeds with secrets.randbits)."""
-    monkeypatch.setattr(node_module.secrets, "randbits", lambda bits: seed)
+    monkeypatch.setattr(commands_module.secrets, "randbits", lambda bits: seed)
 
 
 def winning_deal(variant: str) -> tuple[int, list[str]]:

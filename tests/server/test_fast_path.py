@@ -68,7 +68,8 @@ async def racing_node(tmp_path: Path, **limits: Any) -> tuple[Node, Session, Rec
             await asyncio.sleep(0.01)
     started = [f for f in out.frames if f["type"] == "race_started"]
     assert started and started[0]["rev"] == 0, out.frames
-    (game,) = node.games.values()
+    (held,) = node.held.values()
+    (game,) = held.games.values()
     return node, session, out, game
 
 
@@ -103,7 +104,7 @@ async def test_a_move_on_the_current_revision_is_taken_logged_acked_and_reported
         while len(reported := progress_entries(out)) < 4:
             await asyncio.sleep(0.01)
     assert [s["moves"] for s in reported] == [1, 2, 3, 4]  # every move: the interval is 0
-    assert node.rooms[code].players[session.player_id or ""].moves == 4
+    assert node.held[code].record.players[session.player_id or ""].moves == 4
     assert view["stock"] == {"count": len(local.stock)} and view["moves"] == 4
     assert node.metrics.registry.get_sample_value("solrace_moves_total") == 4
     await node.stop()
@@ -236,7 +237,7 @@ async def test_a_move_the_log_refuses_gets_its_error_and_the_game_is_read_again(
     assert node.take_move(session, move_frame(80, "d", 0)) is True
     error = out.frames[-1]
     assert error["type"] == "error" and error["id"] == 80 and error["code"] == "stale_revision"
-    assert (code, 1, player_id) not in node.games  # to be rebuilt from the log
+    assert player_id not in node.held[code].games  # to be rebuilt from the log
     await node.handle_frame(session, move_frame(81, "u", 1))  # the log's move, undone
     (ack,) = [f for f in out.frames if f["type"] == "ack"]
     assert ack["id"] == 81 and ack["rev"] == 2
@@ -249,7 +250,7 @@ async def test_a_progress_event_waits_behind_the_rooms_queued_events(tmp_path: P
     code = session.room
     assert code is not None
     del out.frames[:]
-    node._on_event(code, {"type": "marker", "room": code})  # queued: the room's task is idle
+    node.fanout.on_event(code, {"type": "marker", "room": code})  # queued: the room's task is idle
     assert node.take_move(session, move_frame(90, "d", 0)) is True
     assert [f["type"] for f in out.frames] == ["ack"]  # the progress waits behind the marker
     async with asyncio.timeout(TIMEOUT):

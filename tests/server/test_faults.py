@@ -549,7 +549,8 @@ async def test_a_game_rebuilt_twice_at_once_keeps_the_move_played_in_between(
     await alice.start()
     await alice.next_event("race_started", timeout=TIMEOUT)
     node = server.node
-    node.games.clear()  # as after a failed append: the next use rebuilds it from the log
+    held = node.held[room["code"]]
+    held.games.clear()  # as after a failed append: the next use rebuilds it from the log
 
     # A room task (a resync's snapshot, a race start's fan-out) starts rebuilding the game
     # and is slow to read the log; meanwhile the player's move rebuilds it too and plays.
@@ -569,7 +570,7 @@ async def test_a_game_rebuilt_twice_at_once_keeps_the_move_played_in_between(
 
     monkeypatch.setattr(node.backend, "read_moves", slow_once)
     assert alice.player_id is not None
-    rebuild = asyncio.ensure_future(node._game(node.rooms[room["code"]], alice.player_id))
+    rebuild = asyncio.ensure_future(node.moves.game(held, held.record, alice.player_id))
     await asyncio.wait_for(read.wait(), TIMEOUT)
     assert (await alice.move("d"))["rev"] == 1
     release.set()
@@ -597,7 +598,8 @@ async def test_a_room_record_read_before_a_join_does_not_throw_the_joiner_out(
 
     async def slow_in_fan_out(code: str) -> Any:
         record = await load_room(code)
-        fan_out = asyncio.current_task() is node._workers.get(code)
+        held = node.held.get(code)
+        fan_out = held is not None and asyncio.current_task() is held.task
         if fan_out and bob.player_id in record.members and not delayed.is_set():
             delayed.set()
             await release.wait()

@@ -20,13 +20,11 @@ def _held(node: Node, code: str) -> dict[str, Any]:
             getattr(backend, "_handlers", None) or getattr(backend, "_subscribers", {})
         ).items()
     )
+    held = node.held.get(code)
     return {
-        "local": code in node.local,
-        "rooms": code in node.rooms,
-        "boards": code in node.boards,
-        "workers": code in node._workers,
-        "timers": code in node._timers,
-        "games": any(key[0] == code for key in node.games),
+        "held": held is not None,
+        "task": held is not None and held.task is not None and not held.task.done(),
+        "games": held is not None and bool(held.games),
         "subscribed": subscribed,
     }
 

@@ -109,7 +109,7 @@ async def test_members_get_a_snapshot_once_the_pub_sub_connection_is_back(
         assert players[bob.player_id]["moves"] == 1
         assert snapshot["you"]["rev"] == 0 and snapshot["you"]["view"]
         assert alice.room is not None and alice.seq == snapshot["seq"]
-        assert first.node.rooms[code].players[bob.player_id].moves == 1, "the cache reloaded"
+        assert first.node.held[code].record.players[bob.player_id].moves == 1, "the cache reloaded"
 
         # The room's events flow again both ways.
         assert (await acked(alice, "d"))["rev"] == 1

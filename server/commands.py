@@ -1,0 +1,346 @@
+"""Room commands: create, join, leave, ready, start, rematch, snapshots, and recovery."""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from ..engine import new_game, player_view, replay, spectator_view
+from ..protocol import (
+    CreateRoom,
+    ErrorCode,
+    JoinRoom,
+    LeaveRoom,
+    Ok,
+    Ping,
+    Pong,
+    ProtocolError,
+    Rematch,
+    RoomSnapshot,
+    SetReady,
+    StartRace,
+    Sync,
+)
+from . import room as rooms
+from .room import Outcome, Role, Room, RoomState, Settings, Standing
+
+if TYPE_CHECKING:
+    from .local_room import LocalRoom
+    from .node import Node
+    from .session import Session
+
+__all__ = ["ROOM_CODE_ALPHABET", "ROOM_CODE_LENGTH", "SEED_BITS", "RoomCommands", "new_room_code"]
+
+log = structlog.get_logger("solrace.server")
+
+SEED_BITS = 53
+"""Race seeds stay below 2**53 so that every JSON reader (JavaScript's too) keeps them exact."""
+ROOM_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+ROOM_CODE_LENGTH = 8
+
+
+def new_room_code() -> str:
+    """A short, unguessable room code (31^8 possibilities)."""
+    return "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
+
+
+class RoomCommands:
+    """The requests that make, join, leave, start and show rooms."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def check_capacity(self, code: str | None) -> None:
+        """Refuse a room this node does not hold yet once it holds all it may."""
+        node = self.node
+        if code not in node.held and len(node.held) >= node.config.max_rooms_per_node:
+            raise ProtocolError(ErrorCode.TOO_MANY_ROOMS, "this server holds all the rooms it can")
+
+    def _settings(self, req: CreateRoom) -> Settings:
+        rooms.check_variant(req.variant)
+        cfg = self.node.config
+        checks = (
+            (
+                1 <= req.max_players <= cfg.max_players_per_room,
+                f"max_players: 1 to {cfg.max_players_per_room}",
+            ),
+            (
+                10 <= req.time_limit <= cfg.max_time_limit_s,
+                f"time_limit: 10 to {cfg.max_time_limit_s} seconds",
+            ),
+            (
+                0 <= req.countdown <= cfg.max_countdown_s,
+                f"countdown: 0 to {cfg.max_countdown_s} seconds",
+            ),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ProtocolError(ErrorCode.BAD_SETTINGS, message)
+        return Settings(
+            req.variant, req.max_players, req.spectators, req.undo, req.time_limit, req.countdown
+        )
+
+    async def store_new_room(self, settings: Settings, host_id: str, host_name: str) -> Outcome:
+        """A new room under a fresh code (drawn again in the unlikely case it is taken)."""
+        while True:
+            outcome = rooms.create(new_room_code(), settings, host_id, host_name)
+            assert outcome.room is not None
+            if await self.node.backend.create_room(outcome.room):
+                return outcome
+
+    async def create_room(self, session: Session, req: CreateRoom) -> None:
+        """Make a room with the asker as its host and first player."""
+        node = self.node
+        player_id = node.identified(session)
+        if session.room is not None:
+            raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+        settings = self._settings(req)
+        self.check_capacity(None)
+        outcome = await self.store_new_room(settings, player_id, session.name)
+        room = outcome.room
+        assert room is not None
+        await node.attach(session, room, Role.PLAYER)
+        await node.backend.set_player_room(player_id, room.code)
+        await session.reply(RoomSnapshot(req.id, await self.snapshot(session)))
+        await node.fanout.publish(room.code, outcome)
+        log.info("room_created", room=room.code, variant=settings.variant)
+
+    async def join_room(self, session: Session, req: JoinRoom) -> None:
+        """Join a room as a player (before a race) or a spectator."""
+        node = self.node
+        player_id = node.identified(session)
+        code = req.code.strip().upper()
+        if session.room is not None:
+            raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+        if req.role not in ("player", "spectator"):
+            raise ProtocolError(ErrorCode.BAD_FIELD, "role is 'player' or 'spectator'")
+        role = Role(req.role)
+        self.check_capacity(code)
+        limit = node.config.max_spectators_per_room
+        outcome = await node.backend.update_room(
+            code, lambda r: rooms.join(r, player_id, session.name, role, max_spectators=limit)
+        )
+        assert outcome.room is not None
+        await node.attach(session, outcome.room, role)
+        await node.backend.set_player_room(player_id, code)
+        await session.reply(RoomSnapshot(req.id, await self.snapshot(session)))
+        await node.fanout.publish(code, outcome)
+
+    async def leave_room(self, session: Session, req: LeaveRoom, *, reply: bool = True) -> None:
+        """Leave the room (a racing player resigns with every move made)."""
+        node = self.node
+        player_id = node.identified(session)
+        code = node.in_room(session)
+        held = node.held.get(code)
+        if held is not None:
+            await node.moves.flush(held)  # a leaver resigns with every move it made
+        outcome = await node.backend.update_room(
+            code, lambda r: rooms.leave(r, player_id, node.now_ms())
+        )
+        await node.fanout.publish(code, outcome)
+        await node.detach(session)
+        await node.backend.set_player_room(player_id, None)
+        if reply:
+            await session.reply(Ok(req.id))
+
+    async def ready(self, session: Session, req: SetReady) -> None:
+        """Say ready (or not); the race starts once every player (two or more) is."""
+        node = self.node
+        player_id = node.identified(session)
+        code = node.in_room(session)
+        self.not_daily(code)
+        seed = secrets.randbits(SEED_BITS)
+        outcome = await node.backend.update_room(
+            code, lambda r: rooms.set_ready(r, player_id, req.ready, node.now_ms(), seed)
+        )
+        await session.reply(Ok(req.id))
+        await node.fanout.publish(code, outcome)
+
+    async def start(self, session: Session, req: StartRace) -> None:
+        """The host starts the countdown."""
+        node = self.node
+        player_id = node.identified(session)
+        code = node.in_room(session)
+        self.not_daily(code)
+        seed = secrets.randbits(SEED_BITS)
+        outcome = await node.backend.update_room(
+            code, lambda r: rooms.start(r, player_id, node.now_ms(), seed)
+        )
+        await session.reply(Ok(req.id))
+        await node.fanout.publish(code, outcome)
+
+    async def rematch(self, session: Session, req: Rematch) -> None:
+        """Back to the lobby after a race, for a new deal."""
+        node = self.node
+        player_id = node.identified(session)
+        code = node.in_room(session)
+        self.not_daily(code)
+        outcome = await node.backend.update_room(code, lambda r: rooms.rematch(r, player_id))
+        await session.reply(Ok(req.id))
+        await node.fanout.publish(code, outcome)
+
+    def not_daily(self, code: str) -> None:
+        """A daily room plays its one attempt: no ready, start or rematch in it."""
+        room = self.node.record(code)
+        if room is not None and room.settings.daily is not None:
+            raise ProtocolError(
+                ErrorCode.WRONG_STATE, "a daily attempt is played once: ask for 'daily' again"
+            )
+
+    async def sync(self, session: Session, req: Sync) -> None:
+        """A fresh snapshot of the room."""
+        self.node.identified(session)
+        self.node.in_room(session)
+        await session.reply(RoomSnapshot(req.id, await self.snapshot(session)))
+
+    async def ping(self, session: Session, req: Ping) -> None:
+        """Pong."""
+        await session.reply(Pong(req.id))
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    async def snapshot(self, session: Session) -> dict[str, Any]:
+        """The whole room as this session may see it; the seed only once the race is over.
+
+        A player's own game comes from memory, or is rebuilt from its log (the player
+        needs it to play on); every board a spectator sees, and every board after the
+        race, comes from memory or the boards kept in the store, never from a replay.
+        """
+        node = self.node
+        code = node.in_room(session)
+        room = await node.backend.load_room(code)
+        if room is None:
+            raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, "the room is gone")
+        held = node.held.get(code)
+        if held is not None:
+            room = held.keep(room)
+        now = node.now_ms()
+        data: dict[str, Any] = {
+            "code": room.code,
+            "seq": room.seq,
+            "state": room.state.value,
+            "host": room.host,
+            "settings": room.settings.to_wire(),
+            "members": [m.to_wire() for m in room.members.values()],
+            "race": room.race,
+            "you": {
+                "player_id": session.player_id,
+                "role": session.role.value if session.role else None,
+            },
+        }
+        if room.state is RoomState.COUNTDOWN and room.starts_ms is not None:
+            data["starts_in_ms"] = max(0, room.starts_ms - now)
+        if room.state in (RoomState.RACING, RoomState.FINISHED) and room.starts_ms is not None:
+            data["elapsed_ms"] = max(0, min(now, room.deadline_ms or now) - room.starts_ms)
+            data["time_limit"] = room.settings.time_limit
+            data["players"] = [
+                {
+                    "player_id": p,
+                    "name": r.name,
+                    "banked": r.banked,
+                    "moves": r.moves,
+                    "status": r.status,
+                    "elapsed_ms": r.elapsed_ms,
+                }
+                for p, r in room.players.items()
+            ]
+            player = session.role is Role.PLAYER and session.player_id in room.players
+            if player and room.state is RoomState.RACING and held is not None:
+                assert session.player_id is not None
+                game = await node.moves.game(held, room, session.player_id, check=True)
+                data["you"]["view"] = player_view(game, legal=True)
+                data["you"]["rev"] = game.moves
+            elif player:
+                assert session.player_id is not None
+                board = (await self.boards(held, room))[session.player_id]
+                data["you"]["view"] = {**board, "can_undo": False, "legal": []}
+                data["you"]["rev"] = board["moves"]
+            elif session.role is Role.SPECTATOR:
+                data["boards"] = await self.boards(held, room)
+        if room.state is RoomState.FINISHED:
+            data["results"] = room.results
+            data["seed"] = None if room.settings.daily else room.seed
+        return data
+
+    async def boards(self, held: LocalRoom | None, room: Room) -> dict[str, dict[str, Any]]:
+        """Every player's board as a spectator sees it, without replaying any log.
+
+        From the games this node plays, else the latest boards kept in the store (each
+        at most one progress interval old), else the deal itself (no move reported yet).
+        """
+        games = held.games_of(room.race) if held is not None else {}
+        boards: dict[str, dict[str, Any]] = {}
+        stored: dict[str, dict[str, Any]] | None = None
+        for player_id in room.players:
+            game = games.get(player_id)
+            if game is not None:
+                boards[player_id] = spectator_view(game)
+                continue
+            if stored is None:
+                stored = await self.node.backend.load_boards(room.code, room.race)
+            board = stored.get(player_id)
+            if board is None:
+                if held is not None:
+                    board = held.deal_board(room)
+                else:
+                    assert room.seed is not None
+                    board = spectator_view(new_game(room.settings.variant, room.seed))
+            boards[player_id] = board
+        return boards
+
+    # -- after a restart -----------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """Take back every room of the storage this node alone serves, after a restart.
+
+        The race clock stops while the server is down: a running race's start and
+        deadline move later by the downtime (as far as the node's last note that it ran
+        tells it). Every member counts as dropped from now on, and so has the resume
+        grace period to come back; spectators leave. A standing the node had not
+        reported yet is worked out again from the player's move log.
+        """
+        node = self.node
+        backend = node.backend
+        now = node.now_ms()
+        last = backend.last_alive_ms
+        downtime = max(0, now - last) if last is not None else 0
+        codes = await backend.room_codes()
+        for code in codes:
+            try:
+                outcome = await backend.update_room(
+                    code, lambda r: rooms.restarted(r, now, downtime)
+                )
+                room = outcome.room
+                if room is not None and room.state is RoomState.RACING:
+                    outcome = await self._reconcile(room, outcome)
+                await node.fanout.publish(code, outcome)
+            except Exception:
+                log.exception("room_not_recovered", room=code)
+                continue
+            node.tick_later(code, 0.0)
+        if codes:
+            log.info("rooms_recovered", rooms=len(codes), downtime_ms=downtime)
+
+    async def _reconcile(self, room: Room, outcome: Outcome) -> Outcome:
+        """Standings the room lacks (moves logged, not reported before the stop)."""
+        node = self.node
+        backend = node.backend
+        assert room.seed is not None
+        updates: list[Standing] = []
+        for player_id, standing in room.players.items():
+            if standing.done:
+                continue
+            length = await backend.log_length(room.code, room.race, player_id)
+            if length == standing.moves:
+                continue
+            log_ = await backend.read_moves(room.code, room.race, player_id)
+            game = replay(room.settings.variant, room.seed, log_, undo_allowed=room.settings.undo)
+            status = game.status.value
+            updates.append(Standing(player_id, node.now_ms(), status, game.banked, game.moves))
+            await backend.save_boards(room.code, room.race, {player_id: spectator_view(game)})
+        if not updates:
+            return outcome
+        more = await backend.update_room(room.code, lambda r: rooms.standings(r, updates))
+        return Outcome(more.room, outcome.events + more.events)

@@ -1,0 +1,104 @@
+"""The daily challenge's requests: start today's attempt, and read a day's board."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from ..protocol import (
+    ErrorCode,
+    GetLeaderboard,
+    Leaderboard,
+    LeaveRoom,
+    ProtocolError,
+    RoomSnapshot,
+    StartDaily,
+)
+from . import room as rooms
+from .daily import daily_seed, utc_date
+from .leaderboard import day_board, player_history
+from .room import Outcome, Role, RoomState, Settings
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .session import Session
+
+__all__ = ["DailyCommands"]
+
+log = structlog.get_logger("solrace.server")
+
+
+class DailyCommands:
+    """``daily`` and ``get_leaderboard``."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    async def start(self, session: Session, req: StartDaily) -> None:
+        """Start today's attempt at the daily deal: a solo race, undo off, countdown 0."""
+        node = self.node
+        commands = node.commands
+        player_id = node.identified(session)
+        rooms.check_variant(req.variant)
+        if session.room is not None:
+            current = node.record(session.room)
+            if (
+                current is not None
+                and current.settings.daily is not None
+                and current.settings.variant == req.variant
+                and current.state is RoomState.RACING
+            ):
+                await session.reply(RoomSnapshot(req.id, await commands.snapshot(session)))
+                return
+            if (
+                current is None
+                or current.settings.daily is None
+                or current.state is not RoomState.FINISHED
+            ):
+                raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+            # A finished daily attempt's room is left for the player.
+            await commands.leave_room(session, LeaveRoom(0), reply=False)
+        commands.check_capacity(None)
+        now = node.now_ms()
+        date = utc_date(now)
+        attempt = await node.backend.daily_attempt(date, req.variant, player_id)
+        settings = Settings(
+            req.variant,
+            max_players=1,
+            spectators=False,
+            undo=False,
+            time_limit=node.config.daily_time_limit_s,
+            countdown=0,
+            daily=date,
+            attempt=attempt,
+        )
+        created = await commands.store_new_room(settings, player_id, session.name)
+        assert created.room is not None
+        code = created.room.code
+        seed = daily_seed(node.secret, date, req.variant)
+        started = await node.backend.update_room(
+            code, lambda r: rooms.start(r, player_id, now, seed)
+        )
+        assert started.room is not None
+        await node.attach(session, started.room, Role.PLAYER)
+        await node.backend.set_player_room(player_id, code)
+        await session.reply(RoomSnapshot(req.id, await commands.snapshot(session)))
+        await node.fanout.publish(code, Outcome(started.room, created.events + started.events))
+        log.info("daily_started", room=code, date=date, variant=req.variant, attempt=attempt)
+
+    async def leaderboard(self, session: Session, req: GetLeaderboard) -> None:
+        """A day's board, with the asking player's rank, history and streaks."""
+        node = self.node
+        player_id = node.identified(session)
+        board = await day_board(
+            node.backend,
+            node.secret,
+            req.variant,
+            req.date,
+            now_ms=node.now_ms(),
+            limit=req.limit,
+            player_id=player_id,
+        )
+        board.update(await player_history(node.backend, player_id, now_ms=node.now_ms()))
+        await session.reply(Leaderboard(req.id, board))

@@ -1,0 +1,236 @@
+"""Room events out: published through the backend, sent on to this node's members.
+
+Each room this node holds has a queue of its events and a task that sends them out in
+order (:meth:`FanOut.worker`); a progress event with nothing queued before it goes out at
+once, with no task switch. Players get progress without boards; spectators get the
+boards too. The events that change who is in the room or what state it is in make the
+node read the room's record again first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from ..engine import player_view
+from ..protocol import RaceOver, RaceStarted, RoomSnapshot
+from .backends import BackendUnavailable
+from .daily import daily_seed, entry_from_log
+from .room import Outcome, Role, Room
+
+if TYPE_CHECKING:
+    from .local_room import LocalRoom
+    from .node import Node
+    from .session import Session
+
+__all__ = ["STATE_EVENTS", "FanOut"]
+
+log = structlog.get_logger("solrace.server")
+
+STATE_EVENTS = frozenset({"members", "countdown", "race_started", "race_over"})
+_RESYNC: dict[str, Any] = {"type": "resync"}
+"""Queued (by identity) when the room's events may have been lost: send fresh snapshots."""
+
+
+class FanOut:
+    """Publishing a room's events, and sending those of held rooms to their members."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    # -- out through the backend ---------------------------------------------------------
+
+    async def publish(self, code: str, outcome: Outcome) -> None:
+        """Keep a command's new record, record a finished race, publish its events."""
+        node = self.node
+        held = node.held.get(code)
+        if outcome.room is not None and held is not None and not held.closed:
+            held.keep(outcome.room)
+            node.arm(held)
+        for event in outcome.events:
+            if isinstance(event, RaceStarted):
+                node.metrics.races.inc()
+            if isinstance(event, RaceOver):
+                await self._record_results(code, event)
+            await node.backend.publish(code, event.to_wire())
+        if outcome.room is None:
+            await node.backend.drop_room_logs(code)
+
+    async def _record_results(self, code: str, event: RaceOver) -> None:
+        """Keep a race's results; score a daily attempt from its move log."""
+        node = self.node
+        backend = node.backend
+        if event.daily is None:
+            assert event.seed is not None
+            await backend.save_results(code, event.race, event.variant, event.seed, event.results)
+            return
+        seed = daily_seed(node.secret, event.daily, event.variant)
+        for result in event.results:
+            log_ = await backend.read_moves(code, event.race, result["player_id"])
+            entry = entry_from_log(
+                date=event.daily,
+                variant=event.variant,
+                seed=seed,
+                player_id=result["player_id"],
+                name=result["name"],
+                attempt=event.attempt or 1,
+                log=log_,
+                race_status=result["status"],
+                time_ms=result["time_ms"],
+            )
+            await backend.save_daily_entry(entry)
+            log.info(
+                "daily_recorded",
+                date=event.daily,
+                variant=event.variant,
+                status=entry.status,
+                banked=entry.banked,
+                ranked=entry.ranked,
+            )
+
+    # -- in from the backend -------------------------------------------------------------
+
+    def on_event(self, code: str, event: dict[str, Any]) -> None:
+        """An event of a room this node subscribes to."""
+        held = self.node.held.get(code)
+        if held is None or held.closed:
+            return
+        if event["type"] == "progress" and held.queue.empty() and not held.fanning:
+            # Nothing of the room's waits to go out before it, and a progress event
+            # needs no await: it goes out now, without a pass through the room's task.
+            try:
+                self._progress(held, event)
+            except Exception:
+                log.exception("fan_out_failed", event="progress", room=code)
+            return
+        held.queue.put_nowait(event)
+
+    def on_resync(self, codes: list[str]) -> None:
+        """The events of these rooms may have been lost: send their members snapshots."""
+        for code in codes:
+            self.on_event(code, _RESYNC)
+
+    async def worker(self, held: LocalRoom) -> None:
+        """The room's task: send its queued events out, one at a time, in order."""
+        structlog.contextvars.bind_contextvars(room=held.code)
+        while not held.closed:
+            event = await held.queue.get()
+            held.fanning = True
+            try:
+                await self._fan_out(held, event)
+            except Exception:
+                log.exception("fan_out_failed", event=event.get("type"))
+            finally:
+                held.fanning = False
+
+    async def _fan_out(self, held: LocalRoom, event: dict[str, Any]) -> None:
+        if event is _RESYNC:
+            await self._resync(held)
+            return
+        node = self.node
+        kind = event["type"]
+        if kind in STATE_EVENTS:
+            room = await node.backend.load_room(held.code)
+            if room is None:
+                self._deliver(held, event, event)
+                return
+            room = held.keep(room)
+            node.arm(held)
+            if kind == "race_started":
+                await self._deliver_start(held, room, event)
+                return
+            if kind == "race_over":
+                held.end_race(int(event["race"]))  # its results are recorded
+            if kind == "members":
+                await self._drop_gone(held, room)
+        if kind == "progress":
+            self._progress(held, event)
+            return
+        self._deliver(held, event, event)
+
+    async def _drop_gone(self, held: LocalRoom, room: Room) -> None:
+        """Local sessions whose member the room no longer has are no longer in it."""
+        for session in list(held.members):
+            if session.player_id not in room.members:
+                await self.node.detach(session)
+                if session.player_id is not None:
+                    await self.node.backend.set_player_room(session.player_id, None)
+
+    def _progress(self, held: LocalRoom, event: dict[str, Any]) -> None:
+        """Send a progress event: the players' boards to spectators only."""
+        if any("view" in p for p in event["players"]):
+            bare = [
+                {k: v for k, v in entry.items() if k != "view"} if "view" in entry else entry
+                for entry in event["players"]
+            ]
+            self._deliver(held, {**event, "players": bare}, event)
+            return
+        self._deliver(held, event, event)
+
+    async def _resync(self, held: LocalRoom) -> None:
+        """Reload the room, re-arm its timer and send every local member a snapshot."""
+        node = self.node
+        room = await node.backend.load_room(held.code)
+        if room is None:
+            log.warning("resync_room_gone")
+            return
+        room = held.keep(room)
+        node.arm(held)
+        for session in list(held.members):
+            if session.player_id not in room.members:
+                await node.detach(session)
+                if session.player_id is not None:
+                    await node.backend.set_player_room(session.player_id, None)
+                continue
+            # After the session's request in flight, if any (a move applied, not yet
+            # logged), in a task of its own: a slow socket must not hold the room's events.
+            node.spawn(self._push_snapshot(session, held.code))
+        log.info("resynced", seq=room.seq)
+
+    async def _push_snapshot(self, session: Session, code: str) -> None:
+        async with session.lock:
+            if session.room != code:
+                return
+            try:
+                snapshot = await self.node.commands.snapshot(session)
+            except BackendUnavailable as error:
+                log.warning("resync_failed", room=code, error=str(error))
+                return
+            except Exception as error:  # the room is gone, say
+                log.warning("resync_failed", room=code, error=str(error))
+                return
+            session.push(session.codec.encode(RoomSnapshot(None, snapshot)))
+
+    def _deliver(
+        self, held: LocalRoom, to_players: dict[str, Any], to_spectators: dict[str, Any]
+    ) -> None:
+        frames: dict[tuple[int, bool], bytes | str] = {}
+        for session in held.members:
+            spectator = session.role is Role.SPECTATOR
+            key = (id(type(session.codec)), spectator)
+            frame = frames.get(key)
+            if frame is None:
+                frame = frames[key] = session.codec.dumps(
+                    to_spectators if spectator else to_players
+                )
+            session.push(frame)
+
+    async def _deliver_start(self, held: LocalRoom, room: Room, event: dict[str, Any]) -> None:
+        assert room.seed is not None
+        fields = {k: v for k, v in event.items() if k != "type"}
+        boards: dict[str, dict[str, Any]] = {}
+        for session in list(held.members):
+            player_id = session.player_id
+            if session.role is Role.PLAYER and player_id is not None and player_id in room.players:
+                game = await self.node.moves.game(held, room, player_id)
+                message = replace(
+                    RaceStarted(**fields), view=player_view(game, legal=True), rev=game.moves
+                )
+            else:
+                if not boards:
+                    deal = held.deal_board(room)
+                    boards = {p: deal for p in room.players}
+                message = replace(RaceStarted(**fields), boards=boards)
+            session.push(session.codec.encode(message))

@@ -1,0 +1,148 @@
+"""Everything one node holds for one room, in one object.
+
+A node holds a room while one of its connections is a member of it. The
+:class:`LocalRoom` is made when the first such member attaches and torn down when the
+last one goes, both under the room's own lock, so that attaching and forgetting never
+interleave (a resume that arrives while the room is being forgotten waits, then finds
+it gone and makes a fresh one). It owns the members here, the room's latest record, the
+queue of its events and the task that sends them out, its timers, the standings that
+wait for the next report, and the games of the current race that this node plays.
+Everything of a race (its games, its waiting standings, the start board) goes when the
+race ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from ..engine import Game, new_game, spectator_view
+from .room import Role, Room, Standing
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["LocalRoom"]
+
+
+class LocalRoom:
+    """One room as this node holds it."""
+
+    __slots__ = (
+        "armed",
+        "closed",
+        "code",
+        "fanning",
+        "games",
+        "lock",
+        "members",
+        "opened",
+        "pending",
+        "queue",
+        "race",
+        "record",
+        "report_timer",
+        "reported_at",
+        "spectated",
+        "start_board",
+        "task",
+        "timer",
+    )
+
+    def __init__(self, code: str, record: Room) -> None:
+        self.code = code
+        self.lock = asyncio.Lock()  # held while the room is made ready or torn down
+        self.members: set[Session] = set()
+        self.record = record
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+        self.fanning = False  # the task is sending an event out
+        self.timer: asyncio.TimerHandle | None = None
+        self.armed: int | None = None  # the deadline the timer is set for (ms)
+        self.pending: dict[str, Standing] = {}  # standings waiting for the report, by player
+        self.report_timer: asyncio.TimerHandle | None = None
+        self.reported_at = 0.0  # monotonic time of the last report
+        self.race = 0  # the race whose games are held
+        self.games: dict[str, Game] = {}  # by player, of race ``race``
+        self.start_board: dict[str, Any] | None = None  # the deal, as spectators see it
+        self.spectated: tuple[Room, bool] | None = None  # a record, and whether it has any
+        self.opened = False  # subscribed: the room's events come here
+        self.closed = False  # torn down: a new LocalRoom takes its place
+
+    def keep(self, record: Room) -> Room:
+        """The newer of ``record`` and the one held, which is kept.
+
+        A record read before a change this node made meanwhile (a join through it, say)
+        must not undo it: a member it lacks would be sent away.
+        """
+        if record.seq < self.record.seq:
+            return self.record
+        self.record = record
+        if record.race != self.race:
+            self._new_race(record.race)
+        return record
+
+    def _new_race(self, race: int) -> None:
+        self.race = race
+        self.games = {}
+        self.start_board = None
+        self.end_race(race)
+
+    def games_of(self, race: int) -> dict[str, Game]:
+        """The games of ``race`` held here (none kept of an earlier race)."""
+        if race != self.race:
+            self._new_race(race)
+        return self.games
+
+    def end_race(self, race: int) -> None:
+        """The race is over and its results recorded: let go of what it needed."""
+        if race == self.race:
+            self.games = {}
+        self.pending = {}
+        if self.report_timer is not None:
+            self.report_timer.cancel()
+            self.report_timer = None
+
+    def watched(self, record: Room) -> bool:
+        """Whether the room (as ``record`` has it) has a spectator."""
+        seen = self.spectated
+        if seen is None or seen[0] is not record:
+            seen = self.spectated = (
+                record,
+                any(m.role is Role.SPECTATOR for m in record.members.values()),
+            )
+        return seen[1]
+
+    def deal_board(self, record: Room) -> dict[str, Any]:
+        """The race's deal as a spectator sees it before any move."""
+        assert record.seed is not None
+        self.games_of(record.race)
+        if self.start_board is None:
+            self.start_board = spectator_view(new_game(record.settings.variant, record.seed))
+        return self.start_board
+
+    def take_waiting(self, now: float) -> list[Standing]:
+        """The waiting standings, taken for a report that starts at ``now`` (monotonic)."""
+        if self.report_timer is not None:
+            self.report_timer.cancel()
+            self.report_timer = None
+        if not self.pending:
+            return []
+        waiting = list(self.pending.values())
+        self.pending = {}
+        self.reported_at = now
+        return waiting
+
+    def close(self) -> None:
+        """Stop the timers and the task (unless the task is the caller, which then ends)."""
+        self.closed = True
+        for timer in (self.timer, self.report_timer):
+            if timer is not None:
+                timer.cancel()
+        self.timer = self.report_timer = None
+        self.armed = None
+        task = self.task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        self.games = {}
+        self.pending = {}

@@ -1,0 +1,415 @@
+"""The move's way: checked, applied to the player's game, logged, acked and reported.
+
+One path with two entrances. :meth:`MovePath.take` runs as a move's frame comes off the
+socket, when nothing needs awaiting (the game is in memory and the backend lives in
+this process); :meth:`MovePath.move` runs in the connection's task for everything else
+(a game to rebuild from its log, a log in Redis). Both make the same checks
+(:meth:`MovePath.checked`) and have the same effects once the move is logged
+(:meth:`MovePath.logged`): the ack, and the player's new standing, which the room hears
+in its next report (:meth:`MovePath.flush`), at most one progress interval later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from ..engine import (
+    Change,
+    Game,
+    IllegalMove,
+    Move,
+    NotationError,
+    Status,
+    delta_view,
+    format_move,
+    new_game,
+    parse_move,
+    player_view,
+    spectator_view,
+)
+from ..protocol import Ack, ErrorCode, Ok, PlayMove, ProtocolError, Resign
+from . import room as rooms
+from .backends import BackendUnavailable
+from .room import Role, Room, RoomState, Standing
+
+if TYPE_CHECKING:
+    from .local_room import LocalRoom
+    from .node import Node
+    from .session import Session
+
+__all__ = ["MovePath", "normalise"]
+
+log = structlog.get_logger("solrace.server")
+
+MAX_NOTATIONS = 4096
+
+
+def normalise(text: str) -> str:
+    """A move's canonical text, or the text itself if it is not a move."""
+    try:
+        return format_move(parse_move(text))
+    except NotationError:
+        return text
+
+
+class MovePath:
+    """Moves, resignations, and the reports of the standings they reach."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self._timings = node.metrics.handled("move")
+        self._notations: dict[str, tuple[Move, str]] = {}
+
+    # -- the checks ----------------------------------------------------------------------
+
+    def checked(self, session: Session) -> tuple[LocalRoom, Room, str]:
+        """The room, its record and the player, if the session may move now; else raise."""
+        node = self.node
+        player_id = node.identified(session)
+        code = node.in_room(session)
+        held = node.held.get(code)
+        room = held.record if held is not None else None
+        if held is None or room is None or room.state is not RoomState.RACING:
+            if room is not None and room.state is RoomState.FINISHED:
+                raise ProtocolError(ErrorCode.RACE_OVER, "the race is over")
+            raise ProtocolError(ErrorCode.RACE_NOT_STARTED, "the race has not started")
+        standing = room.players.get(player_id)
+        if session.role is not Role.PLAYER or standing is None:
+            raise ProtocolError(ErrorCode.NOT_A_PLAYER, "only the race's players make moves")
+        if room.deadline_ms is not None and node.now_ms() >= room.deadline_ms:
+            raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
+        if standing.done:
+            raise ProtocolError(ErrorCode.GAME_OVER, f"your game is over ({standing.status})")
+        return held, room, player_id
+
+    def notation(self, text: str) -> tuple[Move, str]:
+        """The move ``text`` names and its written form; raises NotationError.
+
+        Players send few different texts, so each is read once and kept (a few thousand
+        at most).
+        """
+        known = self._notations.get(text)
+        if known is None:
+            move = parse_move(text)
+            if len(self._notations) >= MAX_NOTATIONS:
+                self._notations.clear()
+            known = self._notations[text] = (move, format_move(move))
+        return known
+
+    async def game(
+        self, held: LocalRoom, room: Room, player_id: str, *, check: bool = False
+    ) -> Game:
+        """The player's game in the room's current race, kept for the race's length.
+
+        Rebuilt from the move log when this node has none. With ``check``, a game kept
+        here is first checked against the log's length, for the player may have played
+        on through another node meanwhile (a log only grows, so the same length is the
+        same log).
+        """
+        game = held.games_of(room.race).get(player_id)
+        backend = self.node.backend
+        if (
+            game is not None
+            and check
+            and not backend.in_process
+            and await backend.log_length(room.code, room.race, player_id) != game.moves
+        ):
+            game = None
+            held.games_of(room.race).pop(player_id, None)
+        if game is None:
+            assert room.seed is not None
+            rebuilt = new_game(room.settings.variant, room.seed, undo_allowed=room.settings.undo)
+            for text in await backend.read_moves(room.code, room.race, player_id):
+                rebuilt.apply(parse_move(text))
+            # Another task may have rebuilt it while the log was read, and played a move on
+            # it since: keep that one, never a copy that misses the move.
+            game = held.games_of(room.race).setdefault(player_id, rebuilt)
+        return game
+
+    # -- the two entrances ---------------------------------------------------------------
+
+    def take(self, session: Session, frame: bytes) -> bool:
+        """Carry out a move as its frame comes off the socket, if nothing needs awaiting.
+
+        That is a move on the player's current revision, in a running race, of a game in
+        memory, on a backend that lives in this process. It is then checked, logged,
+        acked and reported exactly as :meth:`move` would, without a task switch. Every
+        other frame returns False with nothing changed (no token of the rate limit
+        taken), and the connection's task handles it as usual.
+        """
+        node = self.node
+        if session.busy or session.lock.locked() or not node.backend.in_process:
+            return False
+        started = time.perf_counter()
+        fields = session.codec.decode_move(frame)
+        if fields is None:
+            return False
+        request_id, text, rev = fields
+        try:
+            held, room, player_id = self.checked(session)
+        except ProtocolError:
+            return False  # the task answers with the error
+        game = held.games.get(player_id) if held.race == room.race else None
+        if game is None or game.moves != rev or game.status is not Status.PLAYING:
+            return False
+        try:
+            move, notation = self.notation(text)
+        except NotationError:
+            return False
+        if not session.limiter.take(time.monotonic()):
+            return False
+        try:
+            change = game.apply(move)
+            node.backend.append_move_now(room.code, room.race, player_id, rev, notation)
+        except IllegalMove as error:
+            self.refused(session, request_id, error, rev)
+        except ProtocolError as error:  # the log refused it: the game is rebuilt from the log
+            held.games.pop(player_id, None)
+            node.push_error(session, request_id, error.code, error.message)
+        except Exception:
+            log.exception(
+                "request_failed",
+                type="move",
+                conn=session.conn_id,
+                room=room.code,
+                player=player_id,
+            )
+            held.games.pop(player_id, None)  # rebuilt from the log
+            node.push_error(session, request_id, ErrorCode.INTERNAL, "the server failed")
+        else:
+            try:
+                if self.logged(session, request_id, notation, change, game, held, room, player_id):
+                    self.flush_now(held)
+            except Exception:  # the move is logged and acked: the room hears of it later
+                log.exception("report_failed", conn=session.conn_id, room=room.code)
+        self._timings.observe(time.perf_counter() - started)
+        return True
+
+    async def move(self, session: Session, req: PlayMove) -> None:
+        """A move, from the connection's task."""
+        held, room, player_id = self.checked(session)
+        game = await self.game(held, room, player_id)
+        rev = game.moves
+        if req.rev != rev:
+            if req.rev < rev and format_move(game.log[req.rev]) == normalise(req.move):
+                await session.reply(
+                    Ack(
+                        req.id,
+                        rev,
+                        format_move(game.log[req.rev]),
+                        view=player_view(game, legal=True),
+                        duplicate=True,
+                    )
+                )
+                return
+            await self.node.error(
+                session,
+                req.id,
+                ErrorCode.STALE_REVISION,
+                f"your board is at revision {req.rev}; the game is at {rev}",
+                rev=rev,
+            )
+            return
+        try:
+            move, notation = self.notation(req.move)
+        except NotationError as error:
+            raise ProtocolError(ErrorCode.BAD_MOVE, str(error)) from None
+        try:
+            change = game.apply(move)
+        except IllegalMove as error:
+            self.refused(session, req.id, error, rev)
+            return
+        try:
+            await self.node.backend.append_move(room.code, room.race, player_id, rev, notation)
+        except BaseException:
+            held.games.pop(player_id, None)  # rebuilt from the log on next use
+            raise
+        if self.logged(session, req.id, notation, change, game, held, room, player_id):
+            await self.flush(held)
+
+    async def resign(self, session: Session, req: Resign) -> None:
+        """Give up the game; the standing comes from the game, rebuilt from its log."""
+        node = self.node
+        held, room, player_id = self.checked(session)
+        game = await self.game(held, room, player_id)
+        game.resign()
+        held.pending.pop(player_id, None)
+        # The standing comes from the game (rebuilt from the log), not from the room: the
+        # room may have missed the last move's progress if Redis failed after its ack.
+        banked, moves = game.banked, game.moves
+        await node.backend.save_boards(room.code, room.race, {player_id: spectator_view(game)})
+        outcome = await node.backend.update_room(
+            room.code,
+            lambda r: rooms.progress(
+                r, player_id, now_ms=node.now_ms(), status="resigned", banked=banked, moves=moves
+            ),
+        )
+        await session.reply(Ok(req.id))
+        await node.fanout.publish(room.code, outcome)
+
+    # -- the shared effects --------------------------------------------------------------
+
+    def refused(self, session: Session, request_id: int, error: IllegalMove, rev: int) -> None:
+        """An illegal move: count it and say why."""
+        self.node.metrics.refused.labels(error.reason.value).inc()
+        self.node.push_error(
+            session,
+            request_id,
+            ErrorCode.ILLEGAL_MOVE,
+            error.message,
+            reason=error.reason.value,
+            rev=rev,
+        )
+
+    def logged(
+        self,
+        session: Session,
+        request_id: int,
+        notation: str,
+        change: Change,
+        game: Game,
+        held: LocalRoom,
+        room: Room,
+        player_id: str,
+    ) -> bool:
+        """A move is logged: ack it and keep the player's new standing for the room's
+        next report; True if that report is due now."""
+        self.node.metrics.moves.inc()
+        # The ack goes out without waiting for the socket (the write-buffer limit still
+        # guards a slow client), so the room hears of the move at once; a socket that
+        # fails here must not keep a logged move from the room either.
+        try:
+            delta = delta_view(game, change.touched, legal=session.legal)
+            session.push(session.codec.dumps(Ack.fresh(request_id, game.moves, notation, delta)))
+        except Exception:
+            log.warning("ack_not_sent", rev=game.moves)
+        return self.stand(held, player_id, game, room)
+
+    def stand(self, held: LocalRoom, player_id: str, game: Game, room: Room) -> bool:
+        """Keep a player's new standing for the room's next report; True if that is due now.
+
+        The room hears its players' standings in one report per progress interval. A
+        finished game is told at once, with every standing of the room that waits;
+        otherwise a standing reached too soon after the room's last report waits (a timer
+        reports it), and a later move replaces it, so nothing is ever reported late by
+        more than the interval (and its times are those of the moves themselves).
+        """
+        now = self.node.now_ms()
+        status = game.status.value
+        waiting = held.pending
+        previous = waiting.get(player_id)
+        last_at: int | None = None
+        if previous is not None:
+            last_banked, last_at = previous.banked, previous.banked_at_ms
+        else:
+            reported = room.players.get(player_id)
+            last_banked = reported.banked if reported is not None else None
+        banked = game.banked
+        banked_at = now if banked != last_banked or last_at is None else last_at
+        if previous is None:
+            waiting[player_id] = Standing(
+                player_id, now, status, banked, game.moves, None, banked_at
+            )
+        else:  # a standing waits for the report: the newer one takes its place
+            previous.at_ms = now
+            previous.status = status
+            previous.banked = banked
+            previous.moves = game.moves
+            previous.banked_at_ms = banked_at
+        interval = self.node.config.progress_interval_s
+        since = time.monotonic() - held.reported_at
+        if status != "playing" or interval <= 0 or since >= interval:
+            return True
+        if held.report_timer is None:
+            held.report_timer = asyncio.get_running_loop().call_later(
+                interval - since, self.flush_now, held
+            )
+        return False
+
+    # -- reports of standings ------------------------------------------------------------
+
+    def _boards(self, held: LocalRoom, updates: list[Standing]) -> dict[str, dict[str, Any]]:
+        """The reported players' boards (of games played here), for the store; the room's
+        spectators also get them in the report itself."""
+        boards: dict[str, dict[str, Any]] = {}
+        watched = held.watched(held.record)
+        for update in updates:
+            game = held.games.get(update.player_id)
+            if game is not None:
+                board = boards[update.player_id] = spectator_view(game)
+                if watched:
+                    update.view = board
+        return boards
+
+    def flush_now(self, held: LocalRoom) -> None:
+        """Report the room's waiting standings without awaiting, where that can be done.
+
+        It can when the backend lives in this process and every waiting game is still
+        being played (a finished one may end the race, whose results are stored); else
+        a task reports them, after any request in flight on a finished game's connection.
+        """
+        held.report_timer = None
+        if not held.pending:
+            return
+        node = self.node
+        backend = node.backend
+        if not backend.in_process or any(s.status != "playing" for s in held.pending.values()):
+            node.spawn(self._flush_locked(held))
+            return
+        race = held.race
+        updates = held.take_waiting(time.monotonic())
+        boards = self._boards(held, updates)
+        try:
+            backend.save_boards_now(held.code, race, boards)
+            outcome = backend.update_room_now(held.code, lambda r: rooms.standings(r, updates))
+        except ProtocolError:
+            return  # the race ended meanwhile (its results came from the log and the room)
+        if outcome.room is not None and not held.closed:
+            held.keep(outcome.room)
+            node.arm(held)
+        for event in outcome.events:  # progress only: no game in it is over
+            backend.publish_now(held.code, event.to_wire())
+
+    async def _flush_locked(self, held: LocalRoom) -> None:
+        """Flush the room while the sessions of its finished games handle no request."""
+        sessions = self.node.sessions
+        finished = [
+            sessions.get(player_id)
+            for player_id, standing in sorted(held.pending.items())
+            if standing.status != "playing"
+        ]
+        async with contextlib.AsyncExitStack() as stack:
+            for session in finished:
+                if session is not None:
+                    await stack.enter_async_context(session.lock)
+            await self.flush(held)
+
+    async def flush(self, held: LocalRoom) -> None:
+        """Report the room's waiting standings now, as one progress event."""
+        race = held.race
+        updates = held.take_waiting(time.monotonic())
+        if not updates:
+            return
+        node = self.node
+        backend = node.backend
+        try:
+            await backend.save_boards(held.code, race, self._boards(held, updates))
+            outcome = await backend.update_room(held.code, lambda r: rooms.standings(r, updates))
+        except ProtocolError:
+            return  # the race ended meanwhile (its results came from the log and the room)
+        except BackendUnavailable:
+            if held.closed:
+                raise
+            # The moves are logged and acked; their standings are told once storage is
+            # back, unless newer ones are told first.
+            for update in updates:
+                held.pending.setdefault(update.player_id, update)
+            if held.report_timer is None:
+                held.report_timer = asyncio.get_running_loop().call_later(1.0, self.flush_now, held)
+            return
+        await node.fanout.publish(held.code, outcome)

@@ -1,0 +1,62 @@
+"""One connection as the node sees it: who it is, which room and role, how to send to it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from ..protocol import Codec, RateLimiter, ServerMessage
+from .room import Role
+
+__all__ = ["Session"]
+
+
+class Session:
+    """One connection: who it is, which room and role, and how to send to it.
+
+    The node knows nothing of websockets: a session is given ``send`` (awaits the
+    socket), ``push`` (queues a frame without waiting) and ``close``.
+    """
+
+    __slots__ = (
+        "busy",
+        "close",
+        "codec",
+        "conn_id",
+        "legal",
+        "limiter",
+        "lock",
+        "name",
+        "player_id",
+        "push",
+        "role",
+        "room",
+        "send",
+    )
+
+    def __init__(
+        self,
+        conn_id: str,
+        codec: Codec,
+        send: Callable[[bytes | str], Awaitable[None]],
+        push: Callable[[bytes | str], None],
+        close: Callable[[int, str], Awaitable[None]],
+        limiter: RateLimiter,
+    ) -> None:
+        self.conn_id = conn_id
+        self.codec = codec
+        self.send = send
+        self.push = push
+        self.close = close
+        self.limiter = limiter
+        self.lock = asyncio.Lock()  # held while a request runs: no snapshot shows half of one
+        self.player_id: str | None = None
+        self.name = ""
+        self.room: str | None = None
+        self.role: Role | None = None
+        self.legal = False  # send the legal moves in every ack's delta (hello legal_moves)
+        self.busy = False  # the connection's task is handling one of its frames
+
+    async def reply(self, message: ServerMessage) -> None:
+        """Send a reply, waiting for the socket to take it."""
+        await self.send(self.codec.encode(message))
