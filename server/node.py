@@ -106,6 +106,8 @@ class Node:
         """Start the backend, read the token secret, and take back rooms left running."""
         self.backend.set_resync_handler(self.fanout.on_resync)
         await self.backend.start()
+        if self.backend.in_process:
+            self.backend.claim()
         self.secret = await self.backend.secret()
         self.server_info = {"node": await self.backend.node_id(), "boot": self.now_ms()}
         if self.backend.in_process:
@@ -133,6 +135,11 @@ class Node:
         if self.backend.in_process:
             self.backend.note_alive(self.now_ms())
         await self.backend.close()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` has run."""
+        return self._stopped
 
     def _note_alive(self) -> None:
         try:

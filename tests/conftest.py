@@ -98,9 +98,19 @@ async def start_server(tmp_path: Path, redis_url: str | None) -> AsyncIterator[S
     async def start(clock: Callable[[], float] = time.time, **overrides: Any) -> RunningServer:
         # Every move is reported (most tests count one progress event per move);
         # tests/server/test_progress_interval.py covers the default interval.
-        base = ServerConfig(
-            port=0, data_dir=tmp_path / "data", redis_url=redis_url, progress_interval_s=0.0
+        # Embedded nodes running at once each have a data directory of their own (a node
+        # takes its directory for itself); one started after another stopped reuses it.
+        busy = {
+            s.node.config.data_dir
+            for s in servers
+            if s.node.backend.in_process and not s.node.stopped
+        }
+        data_dir = next(
+            tmp_path / name
+            for name in ("data", *(f"data{n}" for n in range(2, 100)))
+            if tmp_path / name not in busy
         )
+        base = ServerConfig(port=0, data_dir=data_dir, redis_url=redis_url, progress_interval_s=0.0)
         config = replace(base, **overrides)
         server = SolraceServer(Node(make_backend(config), config, clock=clock), config)
         await server.start()

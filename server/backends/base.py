@@ -54,6 +54,11 @@ class Backend(ABC):
         """:meth:`save_boards` at once (only where :attr:`in_process`)."""
         raise NotImplementedError
 
+    def claim(self) -> None:
+        """Take the storage for this node alone (only where :attr:`in_process`); raise
+        BackendUnavailable if another node has it."""
+        raise NotImplementedError
+
     async def room_codes(self) -> list[str]:
         """Every room's code (only where :attr:`in_process`: its node recovers them all
         after a restart)."""

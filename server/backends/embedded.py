@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -130,6 +131,7 @@ class EmbeddedBackend(Backend):
         self._boards: dict[tuple[str, str], tuple[int, bytes]] = {}
         self._scheduled = False
         self._failed: BaseException | None = None
+        self._lock: int | None = None
         self._on_failure: Callable[[BaseException], None] | None = None
         self.last_alive_ms: int | None = None
         """When the previous run of this data directory was last known alive (ms)."""
@@ -168,13 +170,35 @@ class EmbeddedBackend(Backend):
             if (code, race) in running:
                 self._lengths[(code, race, player_id)] = int(length)
 
+    def claim(self) -> None:
+        """Take the data directory for this node alone (a lock held while it runs).
+
+        A node takes back every room of its storage when it starts, so two nodes on one
+        data directory would play the same races twice; the second is refused.
+        """
+        if self._lock is not None:
+            return
+        path = self.data_dir / "node.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise BackendUnavailable(
+                f"the data directory {self.data_dir} is in use by another node"
+            ) from None
+        self._lock = fd
+
     async def close(self) -> None:
-        """Commit what is pending, note the time, and close the SQLite file."""
+        """Commit what is pending and close the SQLite file (and the directory's lock)."""
         if self._db is not None:
             self.flush_writes()
             if self._failed is None:
                 self._db.close()
             self._db = None
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     @property
     def db(self) -> sqlite3.Connection:
