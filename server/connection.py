@@ -1,0 +1,465 @@
+"""The websocket connection: one socket, whose frames the node reads and writes itself.
+
+websockets does the opening handshake and everything rare (control frames, text,
+fragments, closing, errors). Once the handshake is done, the connection splits the
+incoming bytes into frames itself and hands websockets only whole frames, and it writes
+the frames the node pushes in one socket write per event-loop pass; the move's way
+through the house then costs no generator and no buffer of websockets' per frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import struct
+from collections.abc import Callable
+from typing import Any, cast
+
+import structlog
+from websockets.asyncio.messages import Assembler
+from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.frames import DATA_OPCODES, Frame, Opcode
+from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
+from websockets.protocol import Event, State
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - websockets built without its C extension
+    from websockets.utils import apply_mask
+
+__all__ = [
+    "HELD_LIMIT",
+    "OP_BINARY",
+    "OP_TEXT",
+    "READ_CHUNK",
+    "Connection",
+    "Cork",
+    "Reads",
+    "frame_header",
+]
+
+log = structlog.get_logger("solrace.server")
+
+READ_CHUNK = 64 * 1024  # bytes read from a socket at most at once
+HELD_LIMIT = READ_CHUNK  # bytes held between the request and the handler before reads pause
+# The longest request websockets reads before it refuses it (a request line, its
+# headers, each a line at most MAX_LINE_LENGTH long, and the blank line).
+REQUEST_LIMIT = (MAX_NUM_HEADERS + 2) * (MAX_LINE_LENGTH + 2)
+CLOSE_TOO_SLOW = 1013  # try again later: resume, and the snapshot catches up
+
+OP_TEXT = 0x81  # FIN and the opcode: a whole text message in one frame
+OP_BINARY = 0x82  # FIN and the opcode: a whole binary message in one frame
+_SHORT = struct.Struct("!BBH")
+_LONG = struct.Struct("!BBQ")
+
+
+def frame_header(first: int, length: int) -> bytes:
+    """The header of an unmasked frame (RFC 6455, 5.2) whose first byte is ``first``."""
+    if length < 126:
+        return bytes((first, length))
+    if length < 65536:
+        return _SHORT.pack(first, 126, length)
+    return _LONG.pack(first, 127, length)
+
+
+class Reads(enum.Enum):
+    """Who reads a connection's incoming bytes."""
+
+    REQUEST = "request"  # websockets reads the handshake request, up to its blank line
+    HELD = "held"  # bytes after the request wait for the handler to start reading
+    FRAMES = "frames"  # the connection splits frames and gives websockets whole ones
+    PASSED = "passed"  # websockets reads everything, for good
+
+
+_HELD, _FRAMES, _PASSED = Reads.HELD, Reads.FRAMES, Reads.PASSED
+
+# Why reading from a socket is paused (several may hold at once).
+_PAUSE_QUEUE = 1  # the queue of messages for the handler is full
+_PAUSE_HELD = 2  # too many bytes wait for the handler to start reading
+
+
+class Cork:
+    """Connections with frames pushed but not yet sent, sent together once per loop pass.
+
+    A frame pushed to a connection (an ack, a room event) is queued on the connection at
+    once, so that it keeps its place among the connection's frames, and sent at the start
+    of the event loop's next pass, after every callback of this one: a connection that
+    gets an ack and a room event in one pass then costs one write to the socket instead
+    of two. Anything else sent on the connection (a reply, a pong, a close) sends the
+    queued frames first.
+    """
+
+    def __init__(self) -> None:
+        self.pending: list[Connection] = []
+
+    def add(self, connection: Connection) -> None:
+        """Send ``connection``'s pushed frames at the start of the loop's next pass."""
+        if not self.pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.pending.append(connection)
+
+    def flush(self) -> None:
+        """Send the pushed frames of every connection waiting for it."""
+        pending, self.pending = self.pending, []
+        for connection in pending:
+            if connection.corked:
+                try:
+                    connection.send_data()
+                except Exception:  # a broken socket is the connection's own business
+                    log.warning("write_failed", conn=connection.id.hex)
+
+
+class Connection(ServerConnection):
+    """A server connection that reads and writes the frames of the move's way itself.
+
+    Reading: websockets gets the handshake request exactly, up to and including its
+    blank line (a websockets request has no body); what follows is held until the
+    handler calls :meth:`start_reading` (reading pauses past ``HELD_LIMIT`` bytes, and a
+    handler that never calls it never gets a message). From then on the connection splits the bytes into
+    frames: a whole masked binary message within ``max_size`` is unmasked and offered to
+    ``take``, the node's fast path for moves (:meth:`Node.take_move`), which returns True
+    for a message it carried out and False for the rest, which go to the handler's queue
+    as usual (a message is offered only while none waits in the queue, so that messages
+    are still handled in the order they came). Every other frame (control frames, text,
+    fragments, anything invalid) goes whole to websockets, whose parser thus always waits
+    between two frames. A frame larger than one read, unmasked, or with a 64-bit length
+    hands the rest of the stream to websockets for good, as does a connection that stops
+    being open.
+
+    Writing: :meth:`push` queues a whole frame without waiting and ``cork`` sends it at
+    the end of the loop pass. Every write to the socket goes through :meth:`send_data`,
+    which sends the pushed frames before whatever websockets has to send (a pong, a
+    close, an awaited send), in one write.
+
+    Limits: a frame pushed while more than ``max_buffer`` bytes wait to be sent (pushed
+    frames and the socket's buffer) closes the connection with 1013.
+    """
+
+    # Settings, set on the class by configured() (or on an instance before it reads).
+    max_size: int | None = 1 << 20  # as serve(max_size=...): the largest message read
+    max_buffer: int = 1 << 20  # bytes waiting to be sent before the client is too slow
+    cork: Cork | None = None
+
+    take: Callable[[bytes], bool] | None = None
+    corked = False  # pushed frames wait for the cork's flush
+    queued = 0  # whole messages queued and not yet taken by the handler
+    _reads = Reads.REQUEST
+    _receiving = False  # inside data_received, eof_received or start_reading
+    _deferred = False  # websockets had something to send while receiving
+    _partial = False  # a fragmented message is being received
+    _unread = b""  # the start of a frame whose rest has not come yet
+    _tail = b""  # the request's last bytes so far, for a blank line cut across reads
+    _request_size = 0
+    _held_size = 0
+    _holds = 0  # why reading is paused: _PAUSE_QUEUE, _PAUSE_HELD
+    _out_size = 0  # bytes in _out
+    _too_slow = False  # closing with 1013
+    _closer: asyncio.Task[None] | None = None
+    _out: list[bytes]  # frames pushed and not yet written, header and payload
+    _held: list[bytes]  # bytes after the request, until the handler starts reading
+    _raw: bool  # whether pushed frames are written here (no extension, no debug log)
+
+    @classmethod
+    def configured(
+        cls,
+        *,
+        max_size: int | None,
+        max_buffer: int,
+        cork: Cork | None = None,
+    ) -> type[Connection]:
+        """A subclass for ``serve(create_connection=...)`` with these settings.
+
+        ``max_size`` must be the one given to ``serve``.
+        """
+        settings: dict[str, Any] = {
+            "max_size": max_size,
+            "max_buffer": max_buffer,
+            "cork": cork,
+        }
+        return cast("type[Connection]", type(cls.__name__, (cls,), settings))
+
+    # -- the handler's side -----------------------------------------------------------
+
+    def start_reading(self, take: Callable[[bytes], bool] | None = None) -> None:
+        """Offer whole binary messages to ``take`` from now on, and read what is held."""
+        self.take = take
+        if self._reads is not _HELD:
+            return
+        self._receiving = True
+        try:
+            self._read_held()
+        finally:
+            self._done_receiving()
+
+    def push(self, frame: bytes | str) -> None:
+        """Send a whole frame at the end of this loop pass, if the connection is open.
+
+        Past ``max_buffer`` bytes waiting to be sent, the frame is dropped and the
+        connection closed with 1013 (the client resumes and catches up from a snapshot).
+        """
+        if self.protocol.state is not State.OPEN or self._too_slow:
+            return  # as broadcast: a frame to a closing connection is dropped
+        if isinstance(frame, str):
+            data, first = frame.encode(), OP_TEXT
+        else:
+            data, first = frame, OP_BINARY
+        if self._out_size + len(data) + self.transport.get_write_buffer_size() > self.max_buffer:
+            self._close_too_slow()
+            return
+        if self.cork is None or self.send_in_progress is not None or not self._raw:
+            broadcast([self], frame)
+            return
+        # What protocol.send_binary (or send_text) would write: a server's frames are not
+        # masked, and with no extension a message is its header and its payload.
+        data = frame_header(first, len(data)) + data
+        self._out.append(data)
+        self._out_size += len(data)
+        if not self.corked:
+            self.corked = True
+            self.cork.add(self)
+
+    # -- writing ----------------------------------------------------------------------
+
+    def send_data(self) -> None:
+        """Write the pushed frames, then what websockets has to send, in one write."""
+        if self._receiving and self.protocol.state is State.OPEN:
+            # Reading writes what the protocol has to answer (a pong, say) as each frame
+            # is read; that waits for the end of the read (or, while frames are pushed,
+            # for the cork), and goes out in one write with the rest.
+            self._deferred = True
+            return
+        self._deferred = False
+        self.corked = False
+        writes = self.protocol.data_to_send()
+        if self._out:
+            out, self._out = self._out, []
+            self._out_size = 0
+            if writes:
+                out.extend(writes)
+            writes = out
+        if not writes:
+            return
+        transport = self.transport
+        run: list[bytes] = []
+        for data in writes:
+            if data:
+                run.append(data)
+                continue
+            if run:
+                transport.write(b"".join(run))
+                run = []
+            # An empty chunk asks for a half-close of the TCP connection (no TLS here).
+            if transport.can_write_eof():
+                with contextlib.suppress(Exception):
+                    transport.write_eof()
+            else:
+                transport.close()
+        if run:
+            transport.write(run[0] if len(run) == 1 else b"".join(run))
+
+    def _close_too_slow(self) -> None:
+        """Too many bytes wait to be sent: close with 1013 (the client resumes)."""
+        if self._too_slow:
+            return
+        self._too_slow = True
+        log.info("too_slow", conn=self.id.hex, waiting=self._waiting())
+        self._closer = self.loop.create_task(
+            self.close(CLOSE_TOO_SLOW, "too slow: resume to catch up")
+        )
+
+    def _waiting(self) -> int:
+        return self._out_size + self.transport.get_write_buffer_size()
+
+    def _hold(self, reason: int) -> None:
+        """Stop reading from the socket for ``reason``."""
+        if not self._holds:
+            self.transport.pause_reading()
+        self._holds |= reason
+
+    def _release(self, reason: int) -> None:
+        """Read from the socket again, unless paused for another reason too."""
+        if self._holds & reason:
+            self._holds &= ~reason
+            if not self._holds:
+                self.transport.resume_reading()
+
+    # -- asyncio's callbacks ----------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._out = []
+        self._held = []
+        self._raw = False  # until the handshake is done
+        # The queue of messages pauses reading through this connection, which knows of
+        # the other reasons to pause it too.
+        self.recv_messages = Assembler(
+            self.max_queue_high,
+            self.max_queue_low,
+            pause=lambda: self._hold(_PAUSE_QUEUE),
+            resume=lambda: self._release(_PAUSE_QUEUE),
+        )
+        # asyncio's socket transport reads into a fresh 256 KiB buffer on every read,
+        # which glibc serves with mmap and munmap (its mmap threshold starts at 128 KiB):
+        # a page fault and two system calls per message. Smaller reads come from the
+        # heap; a frame larger than one read simply takes several.
+        if isinstance(getattr(transport, "max_size", None), int):
+            transport.max_size = READ_CHUNK  # type: ignore[attr-defined]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._out, self._out_size, self.corked = [], 0, False
+        self._held, self._unread = [], b""
+        self._reads = _PASSED
+        super().connection_lost(exc)
+
+    async def handshake(self, *args: Any, **kwargs: Any) -> None:
+        await super().handshake(*args, **kwargs)
+        protocol = self.protocol
+        if protocol.state is State.OPEN:
+            self._raw = not protocol.extensions and not protocol.debug
+        elif self._reads is _HELD:
+            self._read_held()  # refused: nothing is read any more
+
+    def data_received(self, data: bytes) -> None:
+        reads = self._reads
+        self._receiving = True
+        try:
+            if reads is _FRAMES:
+                self._read_frames(data)
+            elif reads is _PASSED:
+                self._receive(data)
+            elif reads is _HELD:
+                self._held.append(data)
+                self._held_size += len(data)
+                if self._held_size > HELD_LIMIT:
+                    self._hold(_PAUSE_HELD)
+            else:
+                self._read_request(data)
+        finally:
+            self._done_receiving()
+
+    def eof_received(self) -> None:
+        self._receiving = True
+        try:
+            if self._reads is _HELD:
+                # The client ends its stream before the handler started reading: what it
+                # sent is read now (or, if the handshake is not over, dropped with it).
+                self._read_held()
+            if self._unread:
+                self._receive(self._unread)  # a frame cut short: websockets says so
+                self._unread = b""
+            self._reads = _PASSED
+            super().eof_received()
+        finally:
+            self._done_receiving()
+
+    def _read_held(self) -> None:
+        """Read the bytes held since the request; frames are split here if it is open."""
+        held, self._held = b"".join(self._held), []
+        self._held_size = 0
+        if self.protocol.state is State.OPEN:
+            self._reads = _FRAMES
+            if held:
+                self._read_frames(held)
+        else:
+            self._reads = _PASSED  # refused, or closed: websockets discards the rest
+        self._release(_PAUSE_HELD)
+
+    def _done_receiving(self) -> None:
+        self._receiving = False
+        if self._deferred and not self.corked:
+            try:
+                self.send_data()
+            except Exception as exc:  # as websockets' data_received: the socket is gone
+                self.set_connection_exc(exc)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _receive(self, data: bytes) -> None:
+        """Hand bytes to websockets' own parser (always whole frames once reading here)."""
+        super().data_received(data)
+
+    def _read_request(self, data: bytes) -> None:
+        """Give websockets the request up to its blank line; hold what follows."""
+        seen = self._tail + data
+        at = seen.find(b"\r\n\r\n")
+        if at < 0:
+            self._request_size += len(data)
+            if self._request_size > REQUEST_LIMIT:
+                self._reads = _PASSED  # no request websockets would read: it refuses
+            else:
+                self._tail = seen[-3:]
+            self._receive(data)
+            return
+        end = at + 4 - len(self._tail)
+        self._tail = b""
+        self._reads = _HELD
+        rest = data[end:]
+        if rest:
+            self._held.append(rest)
+            self._held_size = len(rest)
+            if self._held_size > HELD_LIMIT:
+                self._hold(_PAUSE_HELD)
+        self._receive(data[:end])
+
+    def _read_frames(self, data: bytes) -> None:
+        buf = self._unread + data if self._unread else data
+        protocol = self.protocol
+        limit = self.max_size
+        pos, end = 0, len(buf)
+        while pos < end:
+            if protocol.state is not State.OPEN:
+                break
+            if end - pos < 2:
+                self._unread = buf[pos:]  # the rest comes with the next read
+                return
+            first, second = buf[pos], buf[pos + 1]
+            length = second & 0x7F
+            head = pos + 2
+            if length == 126:
+                if end - pos < 4:
+                    self._unread = buf[pos:]
+                    return
+                length = (buf[head] << 8) | buf[head + 1]
+                head += 2
+            if length == 127 or not second & 0x80 or (limit is not None and length > limit):
+                break  # a huge or unmasked frame: websockets refuses it
+            stop = head + 4 + length
+            if stop > end:
+                if stop - pos > READ_CHUNK:
+                    break  # a frame larger than a read: websockets gathers it
+                self._unread = buf[pos:]
+                return
+            if first == OP_BINARY and not self._partial:
+                self._message(apply_mask(buf[head + 4 : stop], buf[head : head + 4]))
+            else:
+                # websockets' events then say whether a fragmented message goes on.
+                self._receive(buf[pos:stop])
+            pos = stop
+        else:
+            self._unread = b""
+            return
+        # From here on websockets reads everything, starting with what is left.
+        self._reads = _PASSED
+        self._unread = b""
+        self._receive(buf[pos:])
+
+    def _message(self, data: bytes) -> None:
+        """A whole binary message read here: taken at once, or queued for the handler."""
+        if self._offer(data):
+            return
+        self.queued += 1
+        super().process_event(Frame(Opcode.BINARY, data))
+
+    def _offer(self, data: bytes) -> bool:
+        return self.take is not None and not self._partial and self.queued == 0 and self.take(data)
+
+    def process_event(self, event: Event) -> None:
+        if self.request is not None and isinstance(event, Frame) and event.opcode in DATA_OPCODES:
+            if event.opcode is Opcode.BINARY and event.fin and self._offer(bytes(event.data)):
+                return
+            # The frame's FIN bit and opcode: a fragmented message starts, goes on or ends.
+            self._partial = not event.fin
+            if event.fin:
+                self.queued += 1
+        super().process_event(event)
