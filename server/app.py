@@ -96,10 +96,12 @@ class SolraceServer:
         self.node = node
         self.config = config
         self._server: Server | None = None
+        # Every byte a connection writes waits for the backend's writes to be durable.
         self._connection = Connection.configured(
             max_size=config.limits.max_frame_bytes,
             max_buffer=config.max_write_buffer,
             cork=Cork(),
+            before_write=node.backend.flush_writes,
         )
 
     @property

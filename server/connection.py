@@ -79,6 +79,10 @@ _PAUSE_QUEUE = 1  # the queue of messages for the handler is full
 _PAUSE_HELD = 2  # too many bytes wait for the handler to start reading
 
 
+def _nothing() -> None:
+    pass
+
+
 class Cork:
     """Connections with frames pushed but not yet sent, sent together once per loop pass.
 
@@ -129,8 +133,8 @@ class Connection(ServerConnection):
 
     Writing: :meth:`push` queues a whole frame without waiting and ``cork`` sends it at
     the end of the loop pass. Every write to the socket goes through :meth:`send_data`,
-    which sends the pushed frames before whatever websockets has to send (a pong, a
-    close, an awaited send), in one write.
+    which calls ``before_write()`` first and sends the pushed frames before whatever
+    websockets has to send (a pong, a close, an awaited send), in one write.
 
     Limits: a frame pushed while more than ``max_buffer`` bytes wait to be sent (pushed
     frames and the socket's buffer) closes the connection with 1013.
@@ -167,17 +171,23 @@ class Connection(ServerConnection):
         max_size: int | None,
         max_buffer: int,
         cork: Cork | None = None,
+        before_write: Callable[[], None] = _nothing,
     ) -> type[Connection]:
         """A subclass for ``serve(create_connection=...)`` with these settings.
 
-        ``max_size`` must be the one given to ``serve``.
+        ``max_size`` must be the one given to ``serve``; ``before_write`` runs before any
+        byte is written to any of its sockets.
         """
         settings: dict[str, Any] = {
             "max_size": max_size,
             "max_buffer": max_buffer,
             "cork": cork,
+            "before_write": staticmethod(before_write),
         }
         return cast("type[Connection]", type(cls.__name__, (cls,), settings))
+
+    def before_write(self) -> None:
+        """Called before any byte is written to the socket (see :meth:`configured`)."""
 
     # -- the handler's side -----------------------------------------------------------
 
@@ -240,6 +250,7 @@ class Connection(ServerConnection):
             writes = out
         if not writes:
             return
+        self.before_write()
         transport = self.transport
         run: list[bytes] = []
         for data in writes:
