@@ -124,6 +124,10 @@ class SolraceServer:
             compression=None,
             max_size=self.config.limits.max_frame_bytes,
             max_queue=32,
+            # Writes pause at the cap, where the connection drops a client that does not
+            # read; below it they go on, so that the keepalive's pings (and their
+            # timeout) are never held back by a full buffer.
+            write_limit=self.config.max_write_buffer,
             ping_interval=self.config.ping_interval_s,
             server_header="solrace",
             create_connection=self._connection,

@@ -76,7 +76,8 @@ _HELD, _FRAMES, _PASSED = Reads.HELD, Reads.FRAMES, Reads.PASSED
 
 # Why reading from a socket is paused (several may hold at once).
 _PAUSE_QUEUE = 1  # the queue of messages for the handler is full
-_PAUSE_HELD = 2  # too many bytes wait for the handler to start reading
+_PAUSE_WRITES = 2  # the socket does not take what is written to it
+_PAUSE_HELD = 4  # too many bytes wait for the handler to start reading
 
 
 def _nothing() -> None:
@@ -136,8 +137,13 @@ class Connection(ServerConnection):
     which calls ``before_write()`` first and sends the pushed frames before whatever
     websockets has to send (a pong, a close, an awaited send), in one write.
 
-    Limits: a frame pushed while more than ``max_buffer`` bytes wait to be sent (pushed
-    frames and the socket's buffer) closes the connection with 1013.
+    Limits: more than ``max_buffer`` bytes waiting to be sent (pushed frames and the
+    socket's buffer, pongs included) close the connection with 1013, or abort it when the
+    socket's buffer itself is past the cap (a close frame would only wait behind what
+    the client does not read). While the socket does not take what is written (asyncio
+    pauses writing: set ``serve(write_limit=...)`` to ``max_buffer``, so that a client
+    that never reads reaches the cap rather than stalling below it), the connection reads
+    nothing from it either.
     """
 
     # Settings, set on the class by configured() (or on an instance before it reads).
@@ -156,9 +162,10 @@ class Connection(ServerConnection):
     _tail = b""  # the request's last bytes so far, for a blank line cut across reads
     _request_size = 0
     _held_size = 0
-    _holds = 0  # why reading is paused: _PAUSE_QUEUE, _PAUSE_HELD
+    _holds = 0  # why reading is paused: _PAUSE_QUEUE, _PAUSE_WRITES, _PAUSE_HELD
     _out_size = 0  # bytes in _out
     _too_slow = False  # closing with 1013
+    _aborted = False
     _closer: asyncio.Task[None] | None = None
     _out: list[bytes]  # frames pushed and not yet written, header and payload
     _held: list[bytes]  # bytes after the request, until the handler starts reading
@@ -268,6 +275,8 @@ class Connection(ServerConnection):
                 transport.close()
         if run:
             transport.write(run[0] if len(run) == 1 else b"".join(run))
+        if transport.get_write_buffer_size() > self.max_buffer:
+            self._abort_too_slow()
 
     def _close_too_slow(self) -> None:
         """Too many bytes wait to be sent: close with 1013 (the client resumes)."""
@@ -279,8 +288,27 @@ class Connection(ServerConnection):
             self.close(CLOSE_TOO_SLOW, "too slow: resume to catch up")
         )
 
+    def _abort_too_slow(self) -> None:
+        """The socket's buffer is past the cap: a close frame would only wait behind what
+        the client does not read, holding it all, so the connection is dropped at once
+        (the client resumes as after 1013)."""
+        if self._aborted:
+            return
+        self._too_slow = self._aborted = True
+        log.info("too_slow", conn=self.id.hex, waiting=self._waiting(), aborted=True)
+        self._out, self._out_size, self.corked = [], 0, False
+        self.transport.abort()
+
     def _waiting(self) -> int:
         return self._out_size + self.transport.get_write_buffer_size()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._hold(_PAUSE_WRITES)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._release(_PAUSE_WRITES)
 
     def _hold(self, reason: int) -> None:
         """Stop reading from the socket for ``reason``."""
