@@ -28,25 +28,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import random
-import signal
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer
-from redis_server import RedisServer, free_port
+from process_support import NodeProcess, Player
+from redis_server import RedisServer
 
-from solrace.client import Client, ServerError
-from solrace.protocol import PlayMove
+from solrace.client import Client
 from solrace.server.backends import BackendUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -55,7 +49,6 @@ KEY_PREFIX = "solrace"  # the Redis backend's default key prefix
 NODES = 3
 PLAYERS_PER_NODE = 2
 PACE = 0.05  # seconds between a player's moves: 20 a second, under the rate limit
-RETRY_PAUSE = 0.2  # before sending an ``unavailable`` move again
 FREEZE_S = 10.0
 MARGIN = 1.0  # replies already on their way when Redis stops may still land this late
 AOF_SETTINGS = (
@@ -87,74 +80,6 @@ def redis_options(**overrides: str) -> list[str]:
     settings = deployed_persistence()
     settings.update({k.replace("_", "-"): v for k, v in overrides.items()})
     return [arg for name, value in settings.items() for arg in (f"--{name}", value)]
-
-
-# -- processes -----------------------------------------------------------------------------
-
-
-class NodeProcess:
-    """``solrace serve`` on a free port of its own, logging to a file."""
-
-    def __init__(self, directory: Path, redis_url: str) -> None:
-        self.directory = directory
-        self.redis_url = redis_url
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        """The websocket URL."""
-        return f"ws://127.0.0.1:{self.port}/"
-
-    def start(self) -> None:
-        """Start the process (see :meth:`wait_listening`)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "solrace", "serve", "--port", str(self.port)]
-        command += ["--redis", self.redis_url, "--resume-grace", "60"]
-        command += ["--data-dir", str(self.directory / "data")]
-        with (self.directory / "node.log").open("ab") as log:
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory
-            )
-
-    def status(self, path: str, timeout: float = TIMEOUT / 2) -> int:
-        """The HTTP status of ``path`` (0 if nothing answers)."""
-        url = f"http://127.0.0.1:{self.port}{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as error:
-            return int(error.code)
-        except (urllib.error.URLError, OSError):
-            return 0
-
-    def wait_listening(self, timeout: float = 3 * TIMEOUT) -> None:
-        """Wait until /healthz answers."""
-        deadline = time.monotonic() + timeout
-        while self.status("/healthz", timeout=1.0) != 200:
-            assert self.process is not None
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                log = (self.directory / "node.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"node on port {self.port} did not start:\n{log}")
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        """SIGKILL: the node dies with its connections, as a crashed machine's would."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it lingers."""
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @dataclass
@@ -204,62 +129,6 @@ async def make_cluster(tmp_path: Path) -> AsyncIterator[ClusterFactory]:
 
 
 # -- the race ------------------------------------------------------------------------------
-
-
-@dataclass
-class Player:
-    """A client playing random legal moves, and every move the server acked to it."""
-
-    client: Client
-    node: int
-    rng: random.Random
-    acked: list[str] = field(default_factory=list)
-    acked_at: list[float] = field(default_factory=list)
-    unavailable: int = 0
-    in_flight: bool = False
-    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_000))
-
-    @property
-    def playing(self) -> bool:
-        """Whether the player's game goes on (a random line of play may end stuck)."""
-        view = self.client.view
-        return view is not None and view["status"] == "playing" and bool(view["legal"])
-
-    def choose(self, legal: list[str]) -> str:
-        """A random legal move, mostly a turn of the stock: that never leaves a game stuck."""
-        turns = [m for m in legal if m in ("d", "r")]
-        if turns and self.rng.random() < 0.7:
-            return turns[0]
-        return self.rng.choice(legal)
-
-    async def play_one(self) -> bool:
-        """Play one random legal move until it is acked; False if the game is over."""
-        if not self.playing:
-            return False
-        assert self.client.view is not None
-        rev = len(self.acked)
-        assert self.client.rev == rev, "the server holds a move that was never acked"
-        move = self.choose(self.client.view["legal"])
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 4 * TIMEOUT
-        while True:
-            self.in_flight = True
-            try:
-                ack = await self.client.request(PlayMove(next(self.ids), move, rev))
-                break
-            except ServerError as error:
-                # Unknown fate: logged with its reply lost, or never logged. Ask again.
-                if error.code != "unavailable" or loop.time() > deadline:
-                    raise
-                self.unavailable += 1
-                await asyncio.sleep(RETRY_PAUSE)
-            finally:
-                self.in_flight = False
-        assert ack["type"] == "ack" and ack["move"] == move, ack
-        assert ack["rev"] == rev + 1, ack
-        self.acked.append(move)
-        self.acked_at.append(loop.time())
-        return True
 
 
 @dataclass

@@ -1,0 +1,211 @@
+"""An embedded node stopped mid-race (SIGKILL or SIGTERM) and started again on its data.
+
+Four players race in a room watched by a spectator, while a fifth plays the day's daily
+attempt on the side. The node is stopped while moves are in flight and started again
+on the same data directory and port a second later. The clients come back by
+themselves (the client library resumes with its token), the race goes on and ends, and:
+
+- every move the server acked is in the player's log, in order (read from the SQLite
+  file), and nothing else is (a move in flight is either logged and acked again as a
+  duplicate, or not logged and played again);
+- the race's results count exactly the acked moves;
+- the race clock stood still while the node was down;
+- the spectator sees every board again;
+- the daily attempt is still attempt 1, and ranked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import sqlite3
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TIMEOUT
+from process_support import NodeProcess, Player
+
+from solrace.client import Client
+
+PLAYERS = 4
+PACE = 0.02  # seconds between a player's moves
+DOWN_S = 1.0  # how long the node stays down
+
+
+def logged_moves(data_dir: Path, code: str, race: int, player_id: str) -> list[str]:
+    """A player's log as the node's SQLite file holds it (read alongside the node)."""
+    db = sqlite3.connect(f"file:{data_dir / 'solrace.sqlite3'}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT move FROM moves WHERE code = ? AND race = ? AND player_id = ? ORDER BY rev",
+            (code, race, player_id),
+        ).fetchall()
+    finally:
+        db.close()
+    return [row[0] for row in rows]
+
+
+def http_json(node: NodeProcess, path: str) -> dict[str, Any]:
+    """GET a JSON endpoint of the node."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.port}{path}", timeout=TIMEOUT) as r:
+        data: dict[str, Any] = json.loads(r.read())
+    return data
+
+
+async def until(test: Callable[[], bool], what: str, tasks: list[asyncio.Task[None]]) -> None:
+    """Wait until ``test()`` holds, failing at once if a player's task failed."""
+    async with asyncio.timeout(4 * TIMEOUT):
+        while not test():
+            for task in tasks:
+                if task.done():
+                    task.result()
+            await asyncio.sleep(0.02)
+    assert test(), what
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[NodeProcess]:
+    """An embedded ``solrace serve`` process."""
+    process = NodeProcess(tmp_path / "node", None)
+    process.start()
+    process.wait_listening()
+    yield process
+    process.stop()
+
+
+async def client(node: NodeProcess, name: str, clients: list[Client]) -> Client:
+    made = Client(node.url, name=name, request_timeout=4 * TIMEOUT, resume_timeout=6 * TIMEOUT)
+    await made.connect()
+    clients.append(made)
+    return made
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+async def test_a_restarted_node_keeps_every_acked_move_and_the_race_and_daily_go_on(
+    node: NodeProcess, how: str
+) -> None:
+    clients: list[Client] = []
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        await _race_through_a_restart(node, how, clients, tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for made in clients:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(made.close(), TIMEOUT)
+
+
+async def _race_through_a_restart(
+    node: NodeProcess, how: str, clients: list[Client], tasks: list[asyncio.Task[None]]
+) -> None:
+    rng = random.Random(11)
+    players = [
+        Player(await client(node, f"p{i}", clients), 0, random.Random(rng.random()))
+        for i in range(PLAYERS)
+    ]
+    watcher = await client(node, "watcher", clients)
+    daily = Player(await client(node, "solo", clients), 0, random.Random(7))
+
+    host = players[0].client
+    room = await host.create_room(
+        "canfield", max_players=PLAYERS, countdown=0, time_limit=600, undo=False
+    )
+    code = room["code"]
+    for player in players[1:]:
+        await player.client.join(code)
+    await watcher.join(code, role="spectator")
+    await host.start()
+    for player in players:
+        await player.client.next_event("race_started", timeout=TIMEOUT)
+    started = await watcher.next_event("race_started", timeout=TIMEOUT)
+    race = started["race"]
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await daily.client.daily("rainbow-canfield")  # never stuck before its first move
+    for _ in range(3):
+        assert await daily.play_one()
+
+    stop = asyncio.Event()
+
+    async def run(player: Player) -> None:
+        while not stop.is_set() and await player.play_one():
+            await asyncio.sleep(PACE)
+
+    tasks += [asyncio.ensure_future(run(p)) for p in players]
+    counts = [len(p.acked) for p in players]
+    await until(lambda: all(len(p.acked) >= 5 or not p.playing for p in players), "moves", tasks)
+    async with asyncio.timeout(TIMEOUT):
+        while not any(p.in_flight for p in players):
+            await asyncio.sleep(0.001)
+
+    # Down, for a second, with moves in flight.
+    if how == "SIGKILL":
+        node.kill()
+    else:
+        node.stop()
+    await asyncio.sleep(DOWN_S)
+    node.start()
+    await asyncio.to_thread(node.wait_listening)
+
+    counts = [len(p.acked) for p in players]
+    await until(
+        lambda: all(
+            len(p.acked) >= n + 5 or not p.playing for p, n in zip(players, counts, strict=True)
+        ),
+        "more moves after the restart",
+        tasks,
+    )
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 4 * TIMEOUT)
+
+    # Every acked move is in the log, in order, and nothing else.
+    for player in players:
+        assert player.client.player_id is not None
+        logged = logged_moves(node.data_dir, code, race, player.client.player_id)
+        assert logged == player.acked, f"the log of {player.client.name} differs"
+    # The clock stood still while the node was down.
+    snapshot = await host.sync()
+    assert snapshot["state"] == "racing"
+    wall_ms = (loop.time() - began) * 1000
+    assert snapshot["elapsed_ms"] <= wall_ms - DOWN_S * 1000 + 50, (snapshot, wall_ms)
+
+    # The spectator is back (the client joins again) and sees every board.
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            seen = await watcher.sync()
+            if seen.get("you", {}).get("role") == "spectator":
+                break
+            await asyncio.sleep(0.05)
+    assert set(seen["boards"]) == {p.client.player_id for p in players}
+
+    # The race ends, counting exactly the acked moves.
+    for player in players:
+        if player.playing:
+            await player.client.resign()
+    over = await host.next_event("race_over", timeout=TIMEOUT)
+    moves = {r["player_id"]: r["moves"] for r in over["results"]}
+    assert moves == {p.client.player_id: len(p.acked) for p in players}
+
+    # The daily attempt is still the first, and is ranked.
+    again = await daily.client.sync()
+    assert again["settings"]["attempt"] == 1 and again["state"] == "racing"
+    assert daily.client.player_id is not None
+    logged = logged_moves(node.data_dir, again["code"], again["race"], daily.client.player_id)
+    assert logged == daily.acked
+    assert await daily.play_one()
+    await daily.client.resign()
+    await daily.client.next_event("race_over", timeout=TIMEOUT)
+    board = await asyncio.to_thread(
+        http_json,
+        node,
+        f"/api/leaderboard?variant=rainbow-canfield&player={daily.client.player_id}",
+    )
+    assert board["count"] == 1
+    assert board["you"]["attempt"] == 1 and board["you"]["ranked"] is True
+    assert board["you"]["moves"] == len(daily.acked)
