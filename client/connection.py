@@ -99,6 +99,8 @@ class Client:
         self.rev = 0
         self.view: dict[str, Any] | None = None
         self.resumes = 0
+        self.server: dict[str, Any] | None = None
+        """The node that answered the last hello (``node``, and ``boot``: when it started)."""
         self._ids = itertools.count(1)
         self._ws: ClientConnection | None = None
         self._pending: dict[int, _Pending] = {}
@@ -150,6 +152,7 @@ class Client:
         self.player_id = reply["player_id"]
         self.name = reply["name"]
         self.token = reply["token"]
+        self.server = reply.get("server")
         self._connected.set()
         return reply
 
@@ -211,6 +214,7 @@ class Client:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.resume_timeout
         delay = 0.05
+        before = self.server
         while not self._closing:
             try:
                 welcome = await self._open()
@@ -224,7 +228,15 @@ class Client:
                 self._fail_all(error)
                 break
             self.resumes += 1
-            self._events.put_nowait({"type": "resumed"})
+            # The same node under a new boot: the server restarted in between (rooms and
+            # races survive that; the caller may want to say so).
+            server = welcome.get("server") or {}
+            restarted = (
+                before is not None
+                and server.get("node") == before.get("node")
+                and server.get("boot") != before.get("boot")
+            )
+            self._events.put_nowait({"type": "resumed", "restarted": restarted})
             assert self._ws is not None
             for pending in list(self._pending.values()):
                 await self._ws.send(self.codec.encode_request(pending.request))

@@ -179,7 +179,10 @@ class _Session:
             self.console.write("type 'rematch' for a new deal, or 'q' to quit")
             self.finished.set()
         elif kind == "resumed":
-            self.console.write("connection restored")
+            if event.get("restarted"):
+                self.console.write("the server restarted; connection restored, the race goes on")
+            else:
+                self.console.write("connection restored")
         elif kind == "closed":
             self.console.write("connection closed")
             self.finished.set()

@@ -50,7 +50,8 @@ async def _drop_and_resume(server: RunningServer, ann: Client, bob: Client) -> N
     await bob.next_event("race_started", timeout=TIMEOUT)
     for trial in range(300):
         await ann.drop()
-        await ann.next_event("resumed", timeout=TIMEOUT)
+        resumed = await ann.next_event("resumed", timeout=TIMEOUT)
+        assert resumed["restarted"] is False  # the same run of the node
         ack = await bob.move("u" if trial % 2 else "d")
         await progress_until(ann, bob.player_id, ack["rev"])
     assert not server.node.held[room["code"]].closed

@@ -163,6 +163,8 @@ async def _race_through_a_restart(
     )
     stop.set()
     await asyncio.wait_for(asyncio.gather(*tasks), 4 * TIMEOUT)
+    resumed = await host.next_event("resumed", timeout=TIMEOUT)
+    assert resumed["restarted"] is True, "the client tells a restart from a dropped link"
 
     # Every acked move is in the log, in order, and nothing else.
     for player in players:
