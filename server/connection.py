@@ -141,9 +141,10 @@ class Connection(ServerConnection):
     socket's buffer, pongs included) close the connection with 1013, or abort it when the
     socket's buffer itself is past the cap (a close frame would only wait behind what
     the client does not read). While the socket does not take what is written (asyncio
-    pauses writing: set ``serve(write_limit=...)`` to ``max_buffer``, so that a client
-    that never reads reaches the cap rather than stalling below it), the connection reads
-    nothing from it either.
+    pauses writing, at ``serve(write_limit=...)``, or at ``max_buffer`` if that is
+    lower), the connection reads nothing from it either; with ``write_limit`` at
+    ``max_buffer``, a client that never reads reaches the cap rather than stalling below
+    it, and the keepalive's pings are never held back by a buffer below the cap.
     """
 
     # Settings, set on the class by configured() (or on an instance before it reads).
@@ -275,7 +276,7 @@ class Connection(ServerConnection):
                 transport.close()
         if run:
             transport.write(run[0] if len(run) == 1 else b"".join(run))
-        if transport.get_write_buffer_size() > self.max_buffer:
+        if self._holds & _PAUSE_WRITES and transport.get_write_buffer_size() > self.max_buffer:
             self._abort_too_slow()
 
     def _close_too_slow(self) -> None:
@@ -305,6 +306,8 @@ class Connection(ServerConnection):
     def pause_writing(self) -> None:
         super().pause_writing()
         self._hold(_PAUSE_WRITES)
+        if self.transport.get_write_buffer_size() > self.max_buffer:
+            self._abort_too_slow()
 
     def resume_writing(self) -> None:
         super().resume_writing()
@@ -344,6 +347,9 @@ class Connection(ServerConnection):
         # heap; a frame larger than one read simply takes several.
         if isinstance(getattr(transport, "max_size", None), int):
             transport.max_size = READ_CHUNK  # type: ignore[attr-defined]
+        # Writes pause at the cap at the latest, where the socket's buffer is checked.
+        if self.transport.get_write_buffer_limits()[1] > self.max_buffer:
+            self.transport.set_write_buffer_limits(high=self.max_buffer)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._out, self._out_size, self.corked = [], 0, False
@@ -375,7 +381,9 @@ class Connection(ServerConnection):
             else:
                 self._read_request(data)
         finally:
-            self._done_receiving()
+            self._receiving = False
+            if self._deferred and not self.corked:
+                self._send_deferred()
 
     def eof_received(self) -> None:
         self._receiving = True
@@ -407,10 +415,14 @@ class Connection(ServerConnection):
     def _done_receiving(self) -> None:
         self._receiving = False
         if self._deferred and not self.corked:
-            try:
-                self.send_data()
-            except Exception as exc:  # as websockets' data_received: the socket is gone
-                self.set_connection_exc(exc)
+            self._send_deferred()
+
+    def _send_deferred(self) -> None:
+        """Send what websockets had to send while the connection was reading."""
+        try:
+            self.send_data()
+        except Exception as exc:  # as websockets' data_received: the socket is gone
+            self.set_connection_exc(exc)
 
     # -- reading ----------------------------------------------------------------------
 
