@@ -260,6 +260,10 @@ class RawClient:
             except ConnectionClosed as closed:
                 return closed.rcvd.code if closed.rcvd else None
 
+    def forget(self) -> None:
+        """Drop every frame received so far (a long exchange keeps no backlog)."""
+        del self.frames[:], self._unread[:]
+
     def unread(self, kind: str) -> list[Frame]:
         """Frames of ``kind`` received but not yet returned."""
         return [f for f in self._unread if f.get("type") == kind]
