@@ -215,12 +215,22 @@ export class BoardView {
     if (this.board) this.board.replaceWith(board);
     else this.host.append(board);
     this.board = board;
+    board.classList.toggle("disabled", !this.enabled);
+    board.setAttribute("aria-disabled", String(!this.enabled));
   }
 
+  // A disabled board takes no press, drag or double-click; a press not yet sent as a move
+  // is dropped (its cards fly back).
   setEnabled(enabled) {
     this.enabled = enabled;
-    if (this.board) this.board.classList.toggle("disabled", !enabled);
-    if (!enabled) this.clearSelection();
+    if (this.board) {
+      this.board.classList.toggle("disabled", !enabled);
+      this.board.setAttribute("aria-disabled", String(!enabled));
+    }
+    if (!enabled) {
+      if (this.press) this.cancelPress();
+      this.clearSelection();
+    }
   }
 
   // -- what a pointer is on ---------------------------------------------------------------
@@ -361,6 +371,10 @@ export class BoardView {
   // Send a move; on refusal, the lifted cards fly back.
   async send(src, dst, count) {
     const text = `${src}-${dst}${count > 1 ? `x${count}` : ""}`;
+    if (!this.enabled) {
+      this.snapBack();
+      return false;
+    }
     this.busy = true;
     let accepted = false;
     try {
@@ -495,7 +509,7 @@ export class BoardView {
   }
 
   async sendAction(text) {
-    if (this.busy) return false;
+    if (this.busy || !this.enabled) return false;
     this.busy = true;
     try {
       return await this.onMove(text);
