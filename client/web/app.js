@@ -32,6 +32,9 @@ const state = {
   finishedAt: null,
   link: linkFromUrl(),
   syncing: false,
+  online: false, // the connection is up (welcomed)
+  awaitingSnapshot: false, // back after a drop, the room's snapshot not yet here
+  resumeNote: null, // {restarted}: what to say once that snapshot is here
   page: pageFromUrl(), // "home" or "daily": what shows when the player is in no room
   daily: dailyFromUrl(),
 };
@@ -139,7 +142,35 @@ function showNotice(text) {
 
 // -- connection ----------------------------------------------------------------------------
 
-function setConnStatus(status) {
+// The banner under the top bar says what the connection is doing: lost and coming back,
+// given up (with a button to try again), closed, or back (a note that goes away).
+const BANNER_HIDE_MS = { restarted: 8000, reconnected: 3000 };
+let bannerTimer = null;
+
+function showBanner(kind, text, button = null) {
+  const banner = $("conn-banner");
+  clearTimeout(bannerTimer);
+  banner.dataset.state = kind;
+  const line = $("conn-banner-text");
+  // The same words again would be announced again: leave them be.
+  if (line.textContent !== text) line.textContent = text;
+  const retry = $("conn-retry");
+  retry.hidden = !button;
+  if (button) retry.textContent = button;
+  if (BANNER_HIDE_MS[kind]) bannerTimer = setTimeout(hideBanner, BANNER_HIDE_MS[kind]);
+}
+
+function hideBanner() {
+  clearTimeout(bannerTimer);
+  $("conn-banner").dataset.state = "idle";
+  $("conn-banner-text").textContent = "";
+  $("conn-retry").hidden = true;
+}
+
+// Moves and buttons work only while this holds.
+const isLive = () => state.online && !state.awaitingSnapshot;
+
+function setConnStatus(status, detail = {}) {
   const node = $("connection");
   node.dataset.state = status;
   node.textContent =
@@ -147,8 +178,42 @@ function setConnStatus(status) {
       connecting: "connecting…",
       connected: "online",
       reconnecting: "reconnecting…",
+      offline: "offline",
       closed: "offline",
     }[status] || status;
+  state.online = status === "connected";
+  document.body.dataset.online = String(state.online);
+  const known = Boolean(state.conn?.welcome); // this page had the server once
+  const banner = $("conn-banner").dataset.state;
+  if (status === "reconnecting" || (status === "connecting" && (detail.attempt || banner !== "idle"))) {
+    showBanner("reconnecting", known ? "Connection lost — reconnecting…" : "Cannot reach the server — retrying…");
+  } else if (status === "offline") {
+    showBanner(
+      "offline",
+      known ? "Connection lost — the server could not be reached." : "Cannot reach the server.",
+      "Try again",
+    );
+  } else if (status === "connected" && ["reconnecting", "offline", "closed"].includes(banner)) {
+    hideBanner(); // what comes back (the welcome, the snapshot) says the rest
+  }
+  if (document.body.dataset.screen === "race") renderRace();
+}
+
+function onConnectionClosed({ code, reason, error }) {
+  if (error?.code === "bad_token") {
+    // The server no longer knows this player (its data was reset, say).
+    hideBanner();
+    state.identity.token = null;
+    saveIdentity();
+    state.me = null;
+    state.room = null;
+    clearRace();
+    showError({ message: "The server no longer knows this player: pick a name to play again." });
+    showScreen("name-screen");
+    return;
+  }
+  if (code === 4001) showBanner("closed", "This player connected again elsewhere (another tab?).", "Play here");
+  else showBanner("closed", `Disconnected from the server${reason ? `: ${reason}` : ""}.`, "Reconnect");
 }
 
 async function connect(hello) {
@@ -157,21 +222,20 @@ async function connect(hello) {
     onEvent: (data) => {
       if (conn === state.conn) onFrame(data);
     },
-    onStatus: (status) => {
-      if (conn === state.conn) setConnStatus(status);
+    onStatus: (status, detail) => {
+      if (conn === state.conn) setConnStatus(status, detail);
     },
-    onClosed: (code, reason) => {
-      if (conn !== state.conn) return;
-      setConnStatus("closed");
-      if (code === 4001) showError({ message: "This player connected again elsewhere (another tab?)." });
-      else if (state.me) showError({ message: `The connection closed${reason ? `: ${reason}` : ""}. Reload to reconnect.` });
+    onClosed: (closed) => {
+      if (conn === state.conn) onConnectionClosed(closed);
     },
   });
   state.conn = conn;
   try {
     const welcome = await conn.open(hello);
+    if (conn !== state.conn) return;
     onWelcome(welcome);
   } catch (error) {
+    if (conn !== state.conn) return;
     if (error.code === "bad_token") {
       state.identity.token = null;
       saveIdentity();
@@ -183,8 +247,67 @@ async function connect(hello) {
       showScreen("name-screen");
       return;
     }
-    showError(error);
+    if (error.code !== "closed") showError(error); // a closed connection has the banner
   }
+}
+
+// Back after a drop: the welcome names the room the player is still in, whose snapshot
+// follows; a spectator, who leaves on a drop, joins again.
+function onResumed({ welcome, restarted }) {
+  const node = $("connection");
+  node.dataset.resumes = String(Number(node.dataset.resumes || 0) + 1);
+  if (restarted) node.dataset.restarts = String(Number(node.dataset.restarts || 0) + 1);
+  state.me = welcome;
+  state.identity = { name: welcome.name, token: welcome.token };
+  saveIdentity();
+  const room = state.room;
+  if (welcome.room) {
+    awaitSnapshot(restarted);
+    return;
+  }
+  if (room && room.you.role === "spectator") {
+    awaitSnapshot(restarted);
+    request("join_room", { code: room.code, role: "spectator" }).catch((error) => {
+      state.awaitingSnapshot = false;
+      state.resumeNote = null;
+      leftRoom();
+      showError({ ...error, message: `Could not watch room ${room.code} again: ${error.message}` });
+    });
+    return;
+  }
+  announceResume(restarted, null);
+  if (room) {
+    leftRoom();
+    showError({ message: `You were away too long and are no longer in room ${room.code}.` });
+    return;
+  }
+  if (state.page === "daily") loadDaily();
+}
+
+// The board stays disabled until the room's snapshot is here; a snapshot that does not
+// come is asked for.
+function awaitSnapshot(restarted) {
+  state.awaitingSnapshot = true;
+  state.resumeNote = { restarted };
+  if (document.body.dataset.screen === "race") renderRace();
+  const conn = state.conn;
+  setTimeout(() => {
+    if (state.awaitingSnapshot && conn === state.conn && conn.ready) sync();
+  }, 5000);
+}
+
+function announceResume(restarted, room) {
+  if (!restarted) {
+    showBanner("reconnected", "Reconnected");
+    return;
+  }
+  let text = "The server restarted.";
+  if (room && (room.state === "racing" || room.state === "countdown")) {
+    text = room.you.role === "player" ? "The server restarted — your race goes on." : "The server restarted — the race goes on.";
+  } else if (room) {
+    text = "The server restarted — your room is still here.";
+  }
+  showBanner("restarted", text);
 }
 
 function onWelcome(welcome) {
@@ -215,7 +338,15 @@ function onWelcome(welcome) {
   if (state.page === "daily") loadDaily();
 }
 
+// Send a request; while the connection is down it is refused at once rather than queued,
+// so that nothing the player did goes out unseen later.
 function request(type, fields) {
+  if (!state.conn || !state.conn.ready) {
+    return Promise.reject({
+      code: "offline",
+      message: "Not connected to the server: wait until the connection is back.",
+    });
+  }
   return state.conn.request(type, fields);
 }
 
@@ -238,12 +369,9 @@ function onFrame(data) {
     case "room":
       takeSnapshot(data.room);
       return;
-    case "resumed": {
-      const node = $("connection");
-      node.dataset.resumes = String(Number(node.dataset.resumes || 0) + 1);
-      if (!data.welcome.room) leftRoom();
+    case "resumed":
+      onResumed(data);
       return;
-    }
     case "error":
       if (data.code !== "stale_revision") showError(data);
       return;
@@ -303,6 +431,11 @@ function takeSnapshot(room) {
     setUrl(`/r/${room.code}${role === "spectator" ? "?as=spectator" : ""}`);
   }
   boardShown = null;
+  state.awaitingSnapshot = false;
+  if (state.resumeNote) {
+    announceResume(state.resumeNote.restarted, state.room);
+    state.resumeNote = null;
+  }
   render();
 }
 
@@ -458,6 +591,16 @@ async function playMove(text) {
     renderRace();
     return true;
   } catch (error) {
+    if (error.resent) {
+      // Sent before the connection dropped and again after: the server did not play it.
+      const why = error.code === "stale_revision" ? "your game had changed meanwhile" : error.message;
+      showError({
+        ...error,
+        message: `Your move ${text}, sent as the connection dropped, was not played: ${why}. The board shows your game as the server has it.`,
+      });
+      await sync();
+      return false;
+    }
     showError(error);
     if (error.code === "stale_revision") await sync();
     return false;
@@ -649,11 +792,17 @@ function renderRace() {
       boardShown = state.view;
     }
     const done = state.view.status !== "playing" || finished;
-    boardView.setEnabled(!done);
+    // While the connection is down nothing on the board can be played: no drag, no click,
+    // no key.
+    const live = isLive();
+    boardView.setEnabled(!done && live);
+    playerArea.inert = !live;
+    playerArea.setAttribute("aria-disabled", String(!live));
     const undo = $("undo");
     undo.hidden = !room.settings.undo || done;
-    undo.disabled = !state.view.can_undo || done;
+    undo.disabled = !state.view.can_undo || done || !live;
     $("resign").hidden = done;
+    $("resign").disabled = !live;
     const me = state.players.find((p) => p.player_id === state.me.player_id);
     const status = me && me.status !== "playing" ? me.status : state.view.status;
     const banner = $("game-status");
@@ -1242,6 +1391,15 @@ function wire() {
 
   $("error").addEventListener("click", () => {
     $("error").hidden = true;
+  });
+
+  $("conn-retry").addEventListener("click", () => {
+    if (state.conn && !state.conn.closing) state.conn.retry();
+    else if (state.identity.token) connect({ token: state.identity.token });
+  });
+  // The network is back: no need to wait out the pause before the next attempt.
+  window.addEventListener("online", () => {
+    if (state.conn) state.conn.retry();
   });
 
   wireDaily();
