@@ -96,6 +96,9 @@ class SolraceServer:
         self.node = node
         self.config = config
         self._server: Server | None = None
+        self.failure: BaseException | None = None
+        self.failed = asyncio.Event()
+        """Set when the store failed and the node must stop (:attr:`failure` says why)."""
         # Every byte a connection writes waits for the backend's writes to be durable.
         self._connection = Connection.configured(
             max_size=config.limits.max_frame_bytes,
@@ -113,6 +116,7 @@ class SolraceServer:
 
     async def start(self) -> None:
         """Start the node and listen."""
+        self.node.backend.set_failure_handler(self._storage_failed)
         await self.node.start()
         self._server = await serve(
             self._handler,
@@ -133,6 +137,20 @@ class SolraceServer:
             create_connection=self._connection,
         )
         log.info("listening", host=self.config.host, port=self.port, backend=self.node.backend.name)
+
+    def _storage_failed(self, error: BaseException) -> None:
+        """The store lost writes already taken: no frame may leave any more.
+
+        Every connection is aborted at once (what was pushed since the last commit, acks
+        among them, never reaches a client) and :meth:`failed` is set, so that the
+        process stops; started again, it has every acked move.
+        """
+        log.critical("storage_failed", error=str(error))
+        if self._server is not None:
+            for connection in self._server.connections:
+                connection.transport.abort()
+        self.failure = error
+        self.failed.set()
 
     async def close(self) -> None:
         """Close every connection with 1001 (going away), then stop the node."""
@@ -238,7 +256,7 @@ class SolraceServer:
             # background while the loop below drains, and no longer handles, those frames.
             nonlocal closing
             closing = True
-            self.node._spawn(ws.close(code, reason))
+            self.node.spawn(ws.close(code, reason))
 
         session = Session(
             conn_id,
@@ -273,7 +291,10 @@ class SolraceServer:
 
 
 async def run(config: ServerConfig) -> None:
-    """Serve until SIGTERM or SIGINT, then close every connection with 1001."""
+    """Serve until SIGTERM or SIGINT, then close every connection with 1001.
+
+    Raises BackendUnavailable, after closing, if the store failed while serving.
+    """
     configure_logging(config.log_format)
     server = SolraceServer(Node(make_backend(config), config), config)
     await server.start()
@@ -281,6 +302,11 @@ async def run(config: ServerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.failed.wait())]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits:
+        wait.cancel()
     log.info("shutting_down")
     await server.close()
+    if server.failure is not None:
+        raise BackendUnavailable(f"storage failed: {server.failure}") from server.failure

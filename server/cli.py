@@ -158,6 +158,8 @@ def _unavailable(config: ServerConfig, error: BackendUnavailable) -> str:
     if config.redis_url:
         reason = reason.removeprefix("redis: ")
         return f"cannot reach Redis at {masked_url(config.redis_url)}: {reason}"
+    if str(config.data_dir) in reason:
+        return reason
     return f"the data directory {config.data_dir} is unavailable: {reason}"
 
 

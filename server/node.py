@@ -12,6 +12,7 @@ given callables to send frames with.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -133,7 +134,8 @@ class Node:
         for task in self._tasks:
             task.cancel()
         if self.backend.in_process:
-            self.backend.note_alive(self.now_ms())
+            with contextlib.suppress(BackendUnavailable):
+                self.backend.note_alive(self.now_ms())
         await self.backend.close()
 
     @property
@@ -157,8 +159,6 @@ class Node:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    _spawn = spawn  # the connection layer's older name for it
 
     def record(self, code: str) -> Room | None:
         """The latest record this node holds of a room it holds."""

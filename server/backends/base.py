@@ -79,6 +79,10 @@ class Backend(ABC):
         ever reaches a client before what it tells of is on disk. Others do nothing.
         """
 
+    def set_failure_handler(self, handler: Callable[[BaseException], None] | None) -> None:  # noqa: B027
+        """Be told if writes already taken are lost (a backend that commits in groups); the
+        server then lets no frame out any more and stops. By default that never happens."""
+
     async def start(self) -> None:  # noqa: B027 (an optional hook)
         """Connect and prepare storage."""
 

@@ -193,8 +193,7 @@ class EmbeddedBackend(Backend):
         """Commit what is pending and close the SQLite file (and the directory's lock)."""
         if self._db is not None:
             self.flush_writes()
-            if self._failed is None:
-                self._db.close()
+            self._db.close()
             self._db = None
         if self._lock is not None:
             os.close(self._lock)
