@@ -142,6 +142,7 @@ class FanOut:
                 await self._deliver_start(held, room, event)
                 return
             if kind == "race_over":
+                await node.moves.save_boards(held)  # the last boards, for later spectators
                 held.end_race(int(event["race"]))  # its results are recorded
             if kind == "members":
                 await self._drop_gone(held, room)

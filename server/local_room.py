@@ -47,6 +47,7 @@ class LocalRoom:
         "start_board",
         "task",
         "timer",
+        "unsaved",
     )
 
     def __init__(self, code: str, record: Room) -> None:
@@ -64,6 +65,7 @@ class LocalRoom:
         self.reported_at = 0.0  # monotonic time of the last report
         self.race = 0  # the race whose games are held
         self.games: dict[str, Game] = {}  # by player, of race ``race``
+        self.unsaved: set[str] = set()  # players whose board the store lacks
         self.start_board: dict[str, Any] | None = None  # the deal, as spectators see it
         self.spectated: tuple[Room, bool] | None = None  # a record, and whether it has any
         self.opened = False  # subscribed: the room's events come here
@@ -85,6 +87,7 @@ class LocalRoom:
     def _new_race(self, race: int) -> None:
         self.race = race
         self.games = {}
+        self.unsaved = set()
         self.start_board = None
         self.end_race(race)
 
@@ -98,6 +101,7 @@ class LocalRoom:
         """The race is over and its results recorded: let go of what it needed."""
         if race == self.race:
             self.games = {}
+            self.unsaved = set()
         self.pending = {}
         if self.report_timer is not None:
             self.report_timer.cancel()
@@ -145,4 +149,5 @@ class LocalRoom:
         if task is not None and task is not asyncio.current_task():
             task.cancel()
         self.games = {}
+        self.unsaved = set()
         self.pending = {}

@@ -47,6 +47,8 @@ __all__ = ["MovePath", "normalise"]
 log = structlog.get_logger("solrace.server")
 
 MAX_NOTATIONS = 4096
+BOARD_SAVE_INTERVAL_S = 2.0
+"""The longest a board of an unwatched room goes unsaved (for a spectator who comes)."""
 
 
 def normalise(text: str) -> str:
@@ -64,6 +66,8 @@ class MovePath:
         self.node = node
         self._timings = node.metrics.handled("move")
         self._notations: dict[str, tuple[Move, str]] = {}
+        self._unsaved: set[LocalRoom] = set()  # rooms with boards the store lacks
+        self._board_timer: asyncio.TimerHandle | None = None
 
     # -- the checks ----------------------------------------------------------------------
 
@@ -334,17 +338,54 @@ class MovePath:
     # -- reports of standings ------------------------------------------------------------
 
     def _boards(self, held: LocalRoom, updates: list[Standing]) -> dict[str, dict[str, Any]]:
-        """The reported players' boards (of games played here), for the store; the room's
-        spectators also get them in the report itself."""
+        """The boards to keep now of the reported players whose games are played here.
+
+        A watched room's spectators get each board in the report, and the store keeps it
+        at once, as it does a finished game's; any other board is kept within
+        ``BOARD_SAVE_INTERVAL_S`` (:meth:`save_boards`), for a spectator who comes later.
+        """
         boards: dict[str, dict[str, Any]] = {}
         watched = held.watched(held.record)
         for update in updates:
-            game = held.games.get(update.player_id)
-            if game is not None:
-                board = boards[update.player_id] = spectator_view(game)
+            player_id = update.player_id
+            game = held.games.get(player_id)
+            if game is None:
+                continue
+            if watched or update.status != "playing":
+                board = boards[player_id] = spectator_view(game)
                 if watched:
                     update.view = board
+                held.unsaved.discard(player_id)
+            else:
+                held.unsaved.add(player_id)
+                self._unsaved.add(held)
+        if self._unsaved and self._board_timer is None:
+            self._board_timer = asyncio.get_running_loop().call_later(
+                BOARD_SAVE_INTERVAL_S, self._save_unsaved
+            )
         return boards
+
+    def _save_unsaved(self) -> None:
+        self._board_timer = None
+        unsaved, self._unsaved = self._unsaved, set()
+        for held in unsaved:
+            if held.closed or not held.unsaved:
+                continue
+            if self.node.backend.in_process:
+                self.node.backend.save_boards_now(held.code, held.race, self._views(held))
+            else:
+                self.node.spawn(self.save_boards(held))
+
+    def _views(self, held: LocalRoom) -> dict[str, dict[str, Any]]:
+        views = {p: spectator_view(g) for p in held.unsaved if (g := held.games.get(p))}
+        held.unsaved.clear()
+        return views
+
+    async def save_boards(self, held: LocalRoom) -> None:
+        """Keep the boards of the room's games played here that the store lacks."""
+        if held.unsaved:
+            with contextlib.suppress(BackendUnavailable):
+                await self.node.backend.save_boards(held.code, held.race, self._views(held))
 
     def flush_now(self, held: LocalRoom) -> None:
         """Report the room's waiting standings without awaiting, where that can be done.

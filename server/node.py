@@ -125,6 +125,7 @@ class Node:
                 await self.moves.flush(held)
             except BackendUnavailable:
                 break
+            await self.moves.save_boards(held)
         for held in list(self.held.values()):
             held.close()
         if self._alive is not None:
@@ -304,6 +305,7 @@ class Node:
                     await self.moves.flush(held)
                 except BackendUnavailable:
                     log.warning("standings_lost", room=held.code)
+                await self.moves.save_boards(held)
                 await self.backend.unsubscribe(held.code)
             finally:
                 held.close()

@@ -8,8 +8,12 @@ for a socket. An ack therefore never reaches a player before its move is committ
 a restart, even after ``kill -9``, finds every acked move and every room as it was.
 
 Room records are also kept in memory (this process is the only writer, so the memory is
-the truth and the file its durable copy); a move log is read from the file, and only its
-length is kept in memory while its race runs.
+the truth and the file its durable copy). The moves of running races are kept in memory
+too, and made durable in a journal: one row per commit holds every move of the commit,
+so that a pass of many moves costs one small append, not a write to a page of each
+player's log. When a race ends, each player's whole log becomes one row of ``logs``, and
+the journal's rows that no running race needs any more are deleted now and then. After
+a restart the running races' logs are read back from the journal.
 """
 
 from __future__ import annotations
@@ -47,13 +51,16 @@ CREATE TABLE IF NOT EXISTS rooms (
     code TEXT PRIMARY KEY,
     data BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS moves (
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY,
+    moves BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS logs (
     code TEXT NOT NULL,
     race INTEGER NOT NULL,
     player_id TEXT NOT NULL,
-    rev INTEGER NOT NULL,
-    move TEXT NOT NULL,
-    PRIMARY KEY (code, race, player_id, rev)
+    moves TEXT NOT NULL,
+    PRIMARY KEY (code, race, player_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS boards (
     code TEXT NOT NULL,
@@ -104,6 +111,9 @@ CREATE TABLE IF NOT EXISTS results (
 
 LogKey = tuple[str, int, str]
 
+PRUNE_EVERY = 256
+"""Commits between two prunings of the journal."""
+
 
 def _pack(data: Any) -> bytes:
     packed: bytes = msgpack.packb(data, use_bin_type=True)
@@ -122,11 +132,14 @@ class EmbeddedBackend(Backend):
         self._secret = b""
         self._node_id = ""
         self._rooms: dict[str, Room] = {}
-        self._lengths: dict[LogKey, int] = {}  # logs of running races: moves logged
+        self._logs: dict[LogKey, list[str]] = {}  # the logs of running races
+        self._first: dict[tuple[str, int], int] = {}  # a running race's first journal row
+        self._commits = 0
         self._subscribers: dict[str, EventHandler] = {}
         # Writes of this pass, made at the commit: moves in order, rooms by code (None:
-        # deleted), boards by (code, player).
+        # deleted), finished races' logs, boards by (code, player).
         self._moves: list[tuple[str, int, str, int, str]] = []
+        self._finished: dict[LogKey, str] = {}
         self._dirty: dict[str, Room | None] = {}
         self._boards: dict[tuple[str, str], tuple[int, bytes]] = {}
         self._scheduled = False
@@ -163,12 +176,24 @@ class EmbeddedBackend(Backend):
             code: Room.from_dict(msgpack.unpackb(data, raw=False))
             for code, data in db.execute("SELECT code, data FROM rooms")
         }
+        self._read_journal(db)
+
+    def _read_journal(self, db: sqlite3.Connection) -> None:
+        """The running races' logs, from the journal."""
         running = {(r.code, r.race) for r in self._rooms.values() if r.state is RoomState.RACING}
-        for code, race, player_id, length in db.execute(
-            "SELECT code, race, player_id, MAX(rev) + 1 FROM moves GROUP BY code, race, player_id"
-        ):
-            if (code, race) in running:
-                self._lengths[(code, race, player_id)] = int(length)
+        for seq, packed in db.execute("SELECT seq, moves FROM journal ORDER BY seq"):
+            for code, race, player_id, rev, move in msgpack.unpackb(packed, raw=False):
+                if (code, race) not in running:
+                    continue
+                log = self._logs.setdefault((code, race, player_id), [])
+                if rev < len(log):  # a room of the same code long ago: its rows go first
+                    del log[rev:]
+                if rev == len(log):
+                    log.append(move)
+                    self._first.setdefault((code, race), seq)
+        for code, race in running:
+            for player_id in self._rooms[code].players:
+                self._logs.setdefault((code, race, player_id), [])
 
     def claim(self) -> None:
         """Take the data directory for this node alone (a lock held while it runs).
@@ -243,8 +268,20 @@ class EmbeddedBackend(Backend):
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """Put the writes held for this pass into the open transaction."""
         if self._moves:
-            db.executemany("INSERT INTO moves VALUES (?, ?, ?, ?, ?)", self._moves)
-            self._moves.clear()
+            seq = db.execute(
+                "INSERT INTO journal (moves) VALUES (?)", (_pack(self._moves),)
+            ).lastrowid
+            assert seq is not None
+            for code, race, player_id, _, _ in self._moves:
+                if (code, race, player_id) in self._logs:
+                    self._first.setdefault((code, race), seq)
+            self._moves = []
+        if self._finished:
+            db.executemany(
+                "INSERT OR REPLACE INTO logs VALUES (?, ?, ?, ?)",
+                [(*key, moves) for key, moves in self._finished.items()],
+            )
+            self._finished = {}
         if self._dirty:
             gone = [(code,) for code, room in self._dirty.items() if room is None]
             kept = [(code, _pack(room.to_dict())) for code, room in self._dirty.items() if room]
@@ -266,19 +303,32 @@ class EmbeddedBackend(Backend):
         db = self._db
         if db is None or self._failed is not None:
             return
-        if not db.in_transaction and not (self._moves or self._dirty or self._boards):
+        if not db.in_transaction and not (
+            self._moves or self._dirty or self._boards or self._finished
+        ):
             return
         try:
             if not db.in_transaction:
                 db.execute("BEGIN")
             self._write_pending(db)
+            self._commits += 1
+            if self._commits % PRUNE_EVERY == 0:
+                self._prune(db)
             db.execute("COMMIT")
         except sqlite3.Error as error:
             self._fail(error)
 
+    def _prune(self, db: sqlite3.Connection) -> None:
+        """Delete the journal's rows that hold no move of a running race."""
+        row = db.execute("SELECT MAX(seq) FROM journal").fetchone()
+        last = row[0] if row and row[0] is not None else 0
+        keep = min(self._first.values(), default=last + 1)
+        db.execute("DELETE FROM journal WHERE seq < ?", (keep,))
+
     def _fail(self, error: BaseException) -> None:
         self._failed = error
-        self._moves.clear()
+        self._moves = []
+        self._finished = {}
         self._dirty.clear()
         self._boards.clear()
         log.critical("storage_failed", error=str(error))
@@ -359,10 +409,14 @@ class EmbeddedBackend(Backend):
             self._rooms[code] = new
         self._dirty[code] = new
         if room.state is RoomState.RACING and (new is None or new.state is not RoomState.RACING):
-            # The race is over: its logs take no more moves, so their lengths go.
-            for key in [k for k in self._lengths if k[0] == code and k[1] == room.race]:
-                del self._lengths[key]
+            self._race_over(code, room.race)
         return outcome
+
+    def _race_over(self, code: str, race: int) -> None:
+        """The race takes no more moves: its logs leave memory for one row each."""
+        for key in [k for k in self._logs if k[0] == code and k[1] == race]:
+            self._finished[key] = " ".join(self._logs.pop(key))
+        self._first.pop((code, race), None)
 
     async def room_count(self) -> int:
         """Rooms held."""
@@ -378,52 +432,61 @@ class EmbeddedBackend(Backend):
         """Log the move in this pass's transaction, refusing a gap or a rewrite.
 
         It is committed before any frame leaves the node (see :meth:`flush_writes`).
+        Only a running race takes moves.
         """
         key = (code, race, player_id)
-        length = self._lengths.get(key)
-        if length is None:
-            length = self._length(key)
-        if rev != length:
-            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
+        log = self._logs.get(key)
+        if log is None:
+            room = self._rooms.get(code)
+            if room is not None and room.state is RoomState.RACING and room.race == race:
+                log = self._logs[key] = []
+            else:  # not a running race's (the node never does this): its row, at once
+                self._append_finished(key, rev, move)
+                return
+        if rev != len(log):
+            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log)} moves")
         self._write()
         self._moves.append((code, race, player_id, rev, move))
-        self._lengths[key] = rev + 1
+        log.append(move)
 
-    def _length(self, key: LogKey) -> int:
-        if self._moves:  # held for this pass's transaction, which is open
-            self._write_pending(self.db)
-        row = self.db.execute(
-            "SELECT COUNT(*) FROM moves WHERE code = ? AND race = ? AND player_id = ?", key
-        ).fetchone()
-        return int(row[0])
+    def _append_finished(self, key: LogKey, rev: int, move: str) -> None:
+        log = self._stored(key)
+        if rev != len(log):
+            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log)} moves")
+        self._write()
+        self._finished[key] = " ".join([*log, move])
 
     async def log_length(self, code: str, race: int, player_id: str) -> int:
         """How many moves the player's log of the race holds."""
-        key = (code, race, player_id)
-        length = self._lengths.get(key)
-        return self._length(key) if length is None else length
+        log = self._logs.get((code, race, player_id))
+        return len(log) if log is not None else len(await self.read_moves(code, race, player_id))
 
     async def drop_room_logs(self, code: str) -> None:
         """Delete a deleted room's move logs and boards."""
         db = self._write()
         self._write_pending(db)
-        db.execute("DELETE FROM moves WHERE code = ?", (code,))
+        db.execute("DELETE FROM logs WHERE code = ?", (code,))
         db.execute("DELETE FROM boards WHERE code = ?", (code,))
-        for key in [k for k in self._lengths if k[0] == code]:
-            del self._lengths[key]
+        for key in [k for k in self._logs if k[0] == code]:
+            del self._logs[key]
+        for race in [r for c, r in self._first if c == code]:
+            del self._first[(code, race)]
 
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
-        """The player's logged moves, in order (this pass's included)."""
-        db = self.db
-        if self._moves:
-            self._write_pending(db)
-        return [
-            row[0]
-            for row in db.execute(
-                "SELECT move FROM moves WHERE code = ? AND race = ? AND player_id = ? ORDER BY rev",
-                (code, race, player_id),
-            )
-        ]
+        """The player's logged moves, in order."""
+        key = (code, race, player_id)
+        log = self._logs.get(key)
+        return list(log) if log is not None else self._stored(key)
+
+    def _stored(self, key: LogKey) -> list[str]:
+        """A log that is not a running race's, from this pass's writes or the file."""
+        moves = self._finished.get(key)
+        if moves is None:
+            row = self.db.execute(
+                "SELECT moves FROM logs WHERE code = ? AND race = ? AND player_id = ?", key
+            ).fetchone()
+            moves = row[0] if row else ""
+        return moves.split(" ") if moves else []
 
     # spectator boards -------------------------------------------------------------------
 

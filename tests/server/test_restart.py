@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
 from conftest import TIMEOUT
 from process_support import NodeProcess, Player
@@ -38,16 +39,29 @@ DOWN_S = 1.0  # how long the node stays down
 
 
 def logged_moves(data_dir: Path, code: str, race: int, player_id: str) -> list[str]:
-    """A player's log as the node's SQLite file holds it (read alongside the node)."""
+    """A player's log as the node's SQLite file holds it (read alongside the node).
+
+    A finished race's log is one row of ``logs``; a running race's moves are in the
+    journal, each commit's moves in one row.
+    """
     db = sqlite3.connect(f"file:{data_dir / 'solrace.sqlite3'}?mode=ro", uri=True)
     try:
-        rows = db.execute(
-            "SELECT move FROM moves WHERE code = ? AND race = ? AND player_id = ? ORDER BY rev",
+        row = db.execute(
+            "SELECT moves FROM logs WHERE code = ? AND race = ? AND player_id = ?",
             (code, race, player_id),
-        ).fetchall()
+        ).fetchone()
+        if row is not None:
+            return str(row[0]).split(" ") if row[0] else []
+        journal = db.execute("SELECT moves FROM journal ORDER BY seq").fetchall()
     finally:
         db.close()
-    return [row[0] for row in rows]
+    moves: list[str] = []
+    for (packed,) in journal:
+        for entry in msgpack.unpackb(packed, raw=False):
+            if entry[:3] == [code, race, player_id]:
+                assert entry[3] == len(moves), f"the journal has a gap at {entry}"
+                moves.append(entry[4])
+    return moves
 
 
 def http_json(node: NodeProcess, path: str) -> dict[str, Any]:
