@@ -394,8 +394,10 @@ class MovePath:
         being played (a finished one may end the race, whose results are stored); else
         a task reports them, after any request in flight on a finished game's connection.
         """
-        held.report_timer = None
         if not held.pending:
+            if held.report_timer is not None:
+                held.report_timer.cancel()
+                held.report_timer = None
             return
         node = self.node
         backend = node.backend

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -259,4 +260,22 @@ async def test_a_progress_event_waits_behind_the_rooms_queued_events(tmp_path: P
     assert [f["type"] for f in out.frames] == ["ack", "marker", "progress"]
     assert node.take_move(session, move_frame(91, "d", 1)) is True  # nothing queued now
     assert [f["type"] for f in out.frames[3:]] == ["ack", "progress"]
+    await node.stop()
+
+
+async def test_a_report_due_before_its_timer_fires_cancels_the_timer(tmp_path: Path) -> None:
+    node, session, _, _ = await racing_node(tmp_path)
+    node.config = replace(node.config, progress_interval_s=10.0)
+    code = session.room
+    assert code is not None
+    held = node.held[code]
+    assert node.take_move(session, move_frame(100, "d", 0)) is True  # reported at once
+    assert node.take_move(session, move_frame(101, "u", 1)) is True  # waits for the timer
+    timer = held.report_timer
+    assert timer is not None and held.pending
+    held.reported_at -= 20.0  # the interval is over, and the timer has not run yet
+    assert node.take_move(session, move_frame(102, "d", 2)) is True  # reported now
+    assert not held.pending
+    # A timer left behind would report the room again before its interval is over.
+    assert timer.cancelled() and held.report_timer is None
     await node.stop()
