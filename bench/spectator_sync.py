@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import shutil
 import signal
 import socket
@@ -39,20 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def cpu_s(pid: int) -> float:
-    """User plus system CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
+from fanout import HOST, cpu_s, free_port  # noqa: E402 (bench/ is on the path once ROOT is)
 
 # -- a node process ------------------------------------------------------------------------
 

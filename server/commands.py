@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -147,38 +148,33 @@ class RoomCommands:
 
     async def ready(self, session: Session, req: SetReady) -> None:
         """Say ready (or not); the race starts once every player (two or more) is."""
-        node = self.node
-        player_id = node.identified(session)
-        code = node.in_room(session)
-        self.not_daily(code)
         seed = secrets.randbits(SEED_BITS)
-        outcome = await node.backend.update_room(
-            code, lambda r: rooms.set_ready(r, player_id, req.ready, node.now_ms(), seed)
+        now = self.node.now_ms
+        await self._lobby(
+            session, req.id, lambda r, p: rooms.set_ready(r, p, req.ready, now(), seed)
         )
-        await session.reply(Ok(req.id))
-        await node.fanout.publish(code, outcome)
 
     async def start(self, session: Session, req: StartRace) -> None:
         """The host starts the countdown."""
-        node = self.node
-        player_id = node.identified(session)
-        code = node.in_room(session)
-        self.not_daily(code)
         seed = secrets.randbits(SEED_BITS)
-        outcome = await node.backend.update_room(
-            code, lambda r: rooms.start(r, player_id, node.now_ms(), seed)
-        )
-        await session.reply(Ok(req.id))
-        await node.fanout.publish(code, outcome)
+        now = self.node.now_ms
+        await self._lobby(session, req.id, lambda r, p: rooms.start(r, p, now(), seed))
 
     async def rematch(self, session: Session, req: Rematch) -> None:
         """Back to the lobby after a race, for a new deal."""
+        await self._lobby(session, req.id, rooms.rematch)
+
+    async def _lobby(
+        self, session: Session, request_id: int, change: Callable[[Room, str], Outcome]
+    ) -> None:
+        """A player's command to a room that is not a daily attempt's: the room changed
+        by ``change(room, player_id)``, ok, and its events published."""
         node = self.node
         player_id = node.identified(session)
         code = node.in_room(session)
         self.not_daily(code)
-        outcome = await node.backend.update_room(code, lambda r: rooms.rematch(r, player_id))
-        await session.reply(Ok(req.id))
+        outcome = await node.backend.update_room(code, lambda r: change(r, player_id))
+        await session.reply(Ok(request_id))
         await node.fanout.publish(code, outcome)
 
     def not_daily(self, code: str) -> None:
