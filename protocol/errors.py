@@ -15,6 +15,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_TYPE = "unknown_type"
     BAD_FIELD = "bad_field"
     RATE_LIMITED = "rate_limited"
+    OVER_BUDGET = "over_budget"
     NOT_IDENTIFIED = "not_identified"
     ALREADY_IDENTIFIED = "already_identified"
     BAD_NAME = "bad_name"
@@ -57,8 +58,18 @@ class CloseCode(IntEnum):
 class ProtocolError(Exception):
     """A frame or request the server refuses: an error code and a sentence."""
 
-    def __init__(self, code: ErrorCode, message: str, *, request_id: int | None = None) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        request_id: int | None = None,
+        reason: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.request_id = request_id
+        self.reason = reason
+        self.retry_after = retry_after

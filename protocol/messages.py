@@ -276,7 +276,9 @@ class Pong(_Wire):
 class Error(_Wire):
     """A refused request or frame: a stable ``code`` and a sentence.
 
-    ``reason`` carries the engine's code for an illegal move; ``rev`` the current revision.
+    ``reason`` carries the engine's code for an illegal move, or the budget a request went
+    over; ``rev`` the current revision; ``retry_after`` the seconds until a refused request
+    (over a budget or a rate) would be taken.
     """
 
     type: ClassVar[str] = "error"
@@ -285,6 +287,7 @@ class Error(_Wire):
     message: str
     reason: str | None = None
     rev: int | None = None
+    retry_after: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import errno
 import os
 import socket
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import BackendUnavailable
-from .config import ServerConfig
+from .config import Budgets, ServerConfig, field_docs
 
 __all__ = ["masked_url", "register"]
 
@@ -41,6 +42,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     _redis_timeouts(parser)
+    _guards(parser)
     parser.add_argument(
         "--log-format",
         choices=("json", "console"),
@@ -115,6 +117,78 @@ def _redis_timeouts(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _guards(parser: argparse.ArgumentParser) -> None:
+    """Who may connect and how much each client may do; metrics and the admin API."""
+    defaults = ServerConfig()
+    group = parser.add_argument_group("Clients", "Where clients come from, and their budgets.")
+    group.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="an address or network (CIDR) of a proxy whose X-Forwarded-For or X-Real-IP "
+        "names the client (repeat for more)",
+    )
+    group.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin (https://host[:port]) whose pages may connect, besides the server's "
+        "own (repeat for more)",
+    )
+    group.add_argument(
+        "--guest-ttl",
+        type=float,
+        default=defaults.guest_ttl_s / 86400,
+        metavar="DAYS",
+        help=f"forget a guest not seen for this long ({defaults.guest_ttl_s / 86400:g})",
+    )
+    docs = field_docs(Budgets)
+    for item in dataclasses.fields(Budgets):
+        default = getattr(defaults.budgets, item.name)
+        group.add_argument(
+            "--budget-" + item.name.replace("_", "-"),
+            dest="budget_" + item.name,
+            type=type(default),
+            default=default,
+            metavar="N",
+            help=f"{docs.get(item.name, '').replace('``', '')} ({default:g})",
+        )
+    metrics = parser.add_argument_group("Metrics and admin")
+    metrics.add_argument(
+        "--metrics-port",
+        type=int,
+        default=defaults.metrics_port,
+        metavar="PORT",
+        help="serve /metrics and the admin API on this port of --metrics-host (off)",
+    )
+    metrics.add_argument(
+        "--metrics-host",
+        default=defaults.metrics_host,
+        metavar="ADDR",
+        help=f"where the metrics port listens ({defaults.metrics_host})",
+    )
+    metrics.add_argument(
+        "--metrics-token",
+        default=os.environ.get("SOLRACE_METRICS_TOKEN"),
+        metavar="TOKEN",
+        help="serve /metrics on the main port too, to this bearer token (or SOLRACE_METRICS_TOKEN)",
+    )
+    metrics.add_argument(
+        "--admin-token",
+        default=os.environ.get("SOLRACE_ADMIN_TOKEN"),
+        metavar="TOKEN",
+        help="the admin API's bearer token, on the metrics port (or SOLRACE_ADMIN_TOKEN)",
+    )
+
+
+def _budgets(args: argparse.Namespace) -> Budgets:
+    return Budgets(
+        **{item.name: getattr(args, "budget_" + item.name) for item in dataclasses.fields(Budgets)}
+    )
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .app import run
 
@@ -132,6 +206,14 @@ def _serve(args: argparse.Namespace) -> int:
         redis_room_ttl_s=args.redis_room_ttl or None,
         log_format=args.log_format,
         resume_grace_s=args.resume_grace,
+        budgets=_budgets(args),
+        trusted_proxies=tuple(args.trusted_proxy),
+        allowed_origins=tuple(args.allow_origin),
+        guest_ttl_s=args.guest_ttl * 86400,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        metrics_token=args.metrics_token,
+        admin_token=args.admin_token,
     )
     try:
         asyncio.run(run(config))

@@ -2,12 +2,78 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..protocol import Limits
 
-__all__ = ["ServerConfig"]
+__all__ = ["Budgets", "ServerConfig", "field_docs"]
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass of this module, by field name."""
+    tree = ast.parse(inspect.getsource(cls))
+    docs: dict[str, str] = {}
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    for node, following in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """What one identity, and one client address, may do: across all their connections.
+
+    A budget is spent by the identity (the player id its token proves) or by the client
+    address (the peer's address, or the one a trusted proxy reports; an IPv6 address
+    counts by its /64), never by the connection: reconnecting renews nothing, and a fresh
+    identity from the same address shares the address's budget. Each ``per_hour``,
+    ``per_minute`` or ``per_day`` budget allows that many at once, then one more each
+    ``period / count``. A request over a budget is refused with ``over_budget`` (``reason``
+    names the budget, ``retry_after`` says in how many seconds it would be taken); one
+    over the message rate with ``rate_limited``. Each field is a ``serve`` flag
+    (``--budget-`` and its name with dashes) and a row of docs/protocol.md.
+    """
+
+    address_messages_per_second: float = 300.0
+    """Frames per second from one address, all its connections and identities together
+    (the identity's own rate is ``Limits.messages_per_second``)."""
+    address_burst: int = 600
+    """Frames an address may send at once before its rate applies."""
+    heavy_request_cost: int = 10
+    """Messages a leaderboard request counts as, against both rates (it reads the store)."""
+    connections_per_address: int = 64
+    """Open connections from one address; one more is refused (HTTP 429)."""
+    rooms_per_hour: int = 60
+    """Rooms one identity may create in an hour (a daily attempt's room included)."""
+    address_rooms_per_hour: int = 300
+    """Rooms one address may create in an hour."""
+    room_share_per_address: float = 0.05
+    """The share of ``max_rooms_per_node`` that the connections of one address may hold at
+    once (at least 10 rooms)."""
+    joins_per_minute: int = 30
+    """Joins and leaves of one identity in a minute, spectators' included."""
+    address_joins_per_minute: int = 120
+    """Joins and leaves of one address in a minute."""
+    identities_per_hour: int = 30
+    """New identities (a hello without a token) one address may make in an hour."""
+    daily_starts_per_day: int = 20
+    """Daily attempts one identity may start in a day (every game together)."""
+    address_daily_starts_per_day: int = 200
+    """Daily attempts one address may start in a day."""
+    members_interval_s: float = 0.5
+    """The shortest time between two ``members`` events of a room sent by one node to its
+    members: a room whose members come and go fast gets the latest list, not every one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +112,24 @@ class ServerConfig:
     redis_room_ttl_s: float | None = 24 * 3600.0
     """A room untouched this long is dropped from Redis with its logs; None keeps it."""
     limits: Limits = field(default_factory=Limits)
+    budgets: Budgets = field(default_factory=Budgets)
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses or networks (CIDR) of proxies whose ``X-Forwarded-For`` / ``X-Real-IP``
+    names the client; a request from any other peer is taken at its own address."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origins (``https://host[:port]``) whose pages may open a websocket, besides the
+    request's own host; a browser's request from any other is refused (403)."""
+    metrics_host: str = "127.0.0.1"
+    """Where the metrics and admin listener listens (with ``metrics_port``)."""
+    metrics_port: int | None = None
+    """A second port for ``/metrics`` and the admin API; None: no such listener."""
+    metrics_token: str | None = None
+    """A bearer token that opens ``/metrics`` on the main port too; None: it is not served
+    there."""
+    admin_token: str | None = None
+    """The bearer token of the admin API (on the metrics listener); None: no admin API."""
+    guest_ttl_s: float = 30 * 24 * 3600.0
+    """A guest identity not seen for this long is forgotten (its token stops working)."""
     max_rooms_per_node: int = 2000
     """Rooms with a member on this node; creating or joining one more is refused."""
     max_players_per_room: int = 8

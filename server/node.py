@@ -192,7 +192,14 @@ class Node:
             async with session.lock:
                 await self._handlers[type(request)](session, request)
         except ProtocolError as error:
-            await self.error(session, request.id, error.code, error.message, rev=None)
+            await self.error(
+                session,
+                request.id,
+                error.code,
+                error.message,
+                reason=error.reason,
+                retry_after=error.retry_after,
+            )
         except BackendUnavailable:
             await self.error(
                 session, request.id, ErrorCode.UNAVAILABLE, "storage is unavailable: try again"
@@ -217,9 +224,14 @@ class Node:
         message: str,
         reason: str | None,
         rev: int | None,
+        retry_after: float | None = None,
     ) -> bytes | str:
         self.metrics.errors.labels(code.value).inc()
-        return session.codec.encode(Error(request_id, code.value, message, reason, rev))
+        if retry_after is not None:
+            retry_after = round(retry_after, 3)
+        return session.codec.encode(
+            Error(request_id, code.value, message, reason, rev, retry_after)
+        )
 
     async def error(
         self,
@@ -230,9 +242,11 @@ class Node:
         *,
         reason: str | None = None,
         rev: int | None = None,
+        retry_after: float | None = None,
     ) -> None:
         """Send an error frame, waiting for the socket."""
-        await session.send(self._error_frame(session, request_id, code, message, reason, rev))
+        frame = self._error_frame(session, request_id, code, message, reason, rev, retry_after)
+        await session.send(frame)
 
     def push_error(
         self,

@@ -21,11 +21,12 @@ from solrace.protocol import (
     ServerMessage,
 )
 from solrace.server import ServerConfig
+from solrace.server.config import Budgets
 from solrace.server.room import TRANSITIONS, RoomState
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 SERVER_MESSAGES: dict[str, type[Any]] = {cls.type: cls for cls in typing.get_args(ServerMessage)}
-NOT_LIMITS = {"host", "port", "data_dir", "redis_url", "limits", "log_format"}
+NOT_LIMITS = {"host", "port", "data_dir", "redis_url", "limits", "budgets", "log_format"}
 
 
 @cache
@@ -103,18 +104,21 @@ def test_every_close_code_is_listed(code: CloseCode) -> None:
 
 
 def _default_text(value: Any) -> str:
+    if value is None or value == ():
+        return "none"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
 
 
 LIMITS = [(f.name, f.default) for f in dataclasses.fields(Limits)]
+BUDGETS = [(f.name, f.default) for f in dataclasses.fields(Budgets)]
 SERVER_LIMITS = [
     (f.name, f.default) for f in dataclasses.fields(ServerConfig) if f.name not in NOT_LIMITS
 ]
 
 
-@pytest.mark.parametrize(("name", "default"), LIMITS + SERVER_LIMITS)
+@pytest.mark.parametrize(("name", "default"), LIMITS + BUDGETS + SERVER_LIMITS)
 def test_every_limit_is_listed_with_its_default(name: str, default: Any) -> None:
     cells = [cell.strip() for cell in _row_of(name).strip("|").split("|")]
     assert cells[1] == _default_text(default), f"{name}: the page says {cells[1]}"
