@@ -73,7 +73,8 @@ class SolraceServer:
         self.node = node
         self.config = config
         self._server: Server | None = None
-        self._http = HttpEndpoints(node, config)
+        self.http = HttpEndpoints(node, config)
+        """The HTTP side: the main port's routes and the metrics listener."""
         self.failure: BaseException | None = None
         self.failed = asyncio.Event()
         """Set when the store failed and the node must stop (:attr:`failure` says why)."""
@@ -96,6 +97,7 @@ class SolraceServer:
         """Start the node and listen."""
         self.node.backend.set_failure_handler(self._storage_failed)
         await self.node.start()
+        await self.http.start_metrics()
         self._server = await serve(
             self._handler,
             self.config.host,
@@ -103,6 +105,7 @@ class SolraceServer:
             subprotocols=[Subprotocol(s) for s in SUBPROTOCOLS],
             select_subprotocol=_select_subprotocol,
             process_request=self._process_request,
+            process_response=self.http.process_response,
             compression=None,
             max_size=self.config.limits.max_frame_bytes,
             max_queue=32,
@@ -135,12 +138,13 @@ class SolraceServer:
         if self._server is not None:
             self._server.close(close_connections=True)
             await self._server.wait_closed()
+        await self.http.close_metrics()
         await self.node.stop()
 
     async def _process_request(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
-        return await self._http.process_request(connection, request)
+        return await self.http.process_request(connection, request)
 
     async def _handler(self, ws: ServerConnection) -> None:
         assert isinstance(ws, Connection)  # start() serves with create_connection=Connection

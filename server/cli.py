@@ -251,7 +251,15 @@ _LISTEN_ERRNOS = {errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES}
 
 def _os_failure(config: ServerConfig, error: OSError) -> str | None:
     """One line for a failed listen or an unusable data directory; None for anything else."""
+    from .http import MetricsListenFailed
+
     where = f"cannot listen on {config.host}:{config.port}"
+    if isinstance(error, MetricsListenFailed):
+        where = f"cannot listen on {config.metrics_host}:{config.metrics_port} (--metrics-port)"
+        reason = error.strerror or str(error)
+        if error.errno is not None and error.errno in _LISTEN_ERRNOS:
+            reason = os.strerror(error.errno)  # asyncio's own message repeats the address
+        return f"{where}: {reason.lower()}"
     if isinstance(error, socket.gaierror):
         return f"{where}: {(error.strerror or str(error)).lower()}"
     if error.filename is None and error.errno in _LISTEN_ERRNOS:

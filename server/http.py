@@ -1,76 +1,360 @@
-"""The HTTP endpoints: the web page, /healthz, /readyz, /metrics and the JSON API."""
+"""The HTTP side of a node: the web page, /healthz, /readyz, /metrics and the JSON API.
+
+Every plain HTTP request reaches a :class:`Router`, which allows GET and HEAD only,
+answers 404 for a path no route could hold, and puts the security headers on every
+answer. The main port's router holds the page, the probes and the API; with
+``metrics_port`` a second listener has a router of its own for ``/metrics`` (and the
+place for the admin API). A websocket handshake passes the origin check, then goes on
+to the connection handler.
+"""
 
 from __future__ import annotations
 
+import hmac
 import http
 import json
 import mimetypes
+import re
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from websockets.asyncio.server import ServerConnection
+import structlog
+from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from ..protocol import ProtocolError
 from .backends import BackendUnavailable
 from .config import ServerConfig
+from .identity import verify_token
 from .leaderboard import best_board, day_board, player_history
 from .node import Node
 
-__all__ = ["WEB_ROOT", "HttpEndpoints"]
+__all__ = [
+    "MAX_PATH_LENGTH",
+    "WEB_ROOT",
+    "HttpEndpoints",
+    "MetricsListenFailed",
+    "Router",
+    "add_security_headers",
+    "origin_allowed",
+    "security_headers",
+]
+
+log = structlog.get_logger("solrace.server")
 
 WEB_ROOT = Path(__file__).resolve().parent.parent / "client" / "web"
+MAX_PATH_LENGTH = 256
+"""The longest path (without the query) a request may name; a longer one gets 404."""
+METHODS = ("GET", "HEAD")
+
+Handler = Callable[[Request, str], Awaitable[Response]]
+"""A route: the request and its path (without the query) to the answer."""
+
+# What RFC 3986 allows in a path, and a file name of the page's folder.
+_PATH = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*")
+_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# A Host header fit to be named in the Content-Security-Policy: a name or an IPv6
+# literal, and an optional port.
+_HOST = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 
-def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
+def security_headers(host: str | None) -> list[tuple[str, str]]:
+    """The headers of every answer; ``host`` (the request's Host) names the page's websocket."""
+    connect = "'self'"
+    if host is not None and _HOST.fullmatch(host):
+        connect += f" ws://{host} wss://{host}"
+    policy = (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        f"connect-src {connect}; object-src 'none'; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    )
+    return [
+        ("Content-Security-Policy", policy),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "no-referrer"),
+    ]
+
+
+def _response(
+    status: http.HTTPStatus,
+    body: bytes,
+    content_type: str,
+    extra: list[tuple[str, str]] | None = None,
+    *,
+    cache: str = "no-cache",
+) -> Response:
     headers = Headers(
         [
             ("Content-Type", content_type),
             ("Content-Length", str(len(body))),
-            ("Cache-Control", "no-cache"),
+            ("Cache-Control", cache),
+            *(extra or []),
         ]
     )
     return Response(status.value, status.phrase, headers, body)
 
 
-def _json(status: http.HTTPStatus, data: dict[str, Any]) -> Response:
-    return _response(status, json.dumps(data).encode(), "application/json")
+def _json(
+    status: http.HTTPStatus,
+    data: dict[str, Any],
+    extra: list[tuple[str, str]] | None = None,
+    *,
+    cache: str = "no-cache",
+) -> Response:
+    return _response(status, json.dumps(data).encode(), "application/json", extra, cache=cache)
+
+
+def _error(status: http.HTTPStatus, code: str, message: str) -> Response:
+    return _json(status, {"code": code, "message": message})
+
+
+def _not_found() -> Response:
+    return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+
+
+def _bearer(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header, if the request has one."""
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def _token_is(request: Request, expected: str) -> bool:
+    given = _bearer(request)
+    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _normal_origin(origin: str) -> str | None:
+    """``scheme://host[:port]`` in lower case without the scheme's default port, or None."""
+    try:
+        parts = urllib.parse.urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname or parts.path not in ("", "/"):
+        return None
+    if parts.username is not None or parts.query or parts.fragment:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+def origin_allowed(headers: Headers, allowed: tuple[str, ...]) -> bool:
+    """Whether a websocket handshake with these headers may go on.
+
+    A request without ``Origin`` (not from a browser) may; one from a page of the request's
+    own host (the origin's host and port are the ``Host`` header), or of an origin in
+    ``allowed``, may; any other, ``null`` included, may not.
+    """
+    origins = headers.get_all("Origin")
+    if not origins:
+        return True
+    if len(origins) > 1:
+        return False
+    origin = _normal_origin(origins[0])
+    if origin is None:
+        return False
+    if origin in {_normal_origin(a) for a in allowed}:
+        return True
+    host = headers.get_all("Host")
+    if len(host) != 1:
+        return False
+    scheme = origin.partition(":")[0]
+    return _normal_origin(f"{scheme}://{host[0]}") == origin
+
+
+class Router:
+    """Routes a plain HTTP request to its handler, and makes every answer a safe one."""
+
+    def __init__(self, fallback: Handler | None = None) -> None:
+        self._exact: dict[str, Handler] = {}
+        self._prefixes: list[tuple[str, Handler]] = []
+        self._fallback = fallback
+
+    def add(self, path: str, handler: Handler) -> None:
+        """Route ``path`` to ``handler``; a path ending in ``/`` routes everything under it."""
+        if path.endswith("/"):
+            self._prefixes.append((path, handler))
+        else:
+            self._exact[path] = handler
+
+    def _handler(self, path: str) -> Handler | None:
+        if path in self._exact:
+            return self._exact[path]
+        for prefix, handler in self._prefixes:
+            if path.startswith(prefix):
+                return handler
+        return self._fallback
+
+    async def answer(self, request: Request) -> Response:
+        """The answer to ``request``, with the security headers."""
+        response = await self._route(request)
+        add_security_headers(request, response)
+        if request.method == "HEAD":
+            # The headers of the GET (its Content-Length included), without the body.
+            response = Response(response.status_code, response.reason_phrase, response.headers, b"")
+        return response
+
+    async def _route(self, request: Request) -> Response:
+        if request.method not in METHODS:
+            return _response(
+                http.HTTPStatus.METHOD_NOT_ALLOWED,
+                b"method not allowed\n",
+                "text/plain",
+                [("Allow", ", ".join(METHODS))],
+            )
+        path = request.path.split("?", 1)[0]
+        if not _possible(path):
+            return _not_found()
+        handler = self._handler(path)
+        if handler is None:
+            return _not_found()
+        try:
+            return await handler(request, path)
+        except Exception:
+            log.exception("http_failed", path=path[:MAX_PATH_LENGTH])
+            return _response(
+                http.HTTPStatus.INTERNAL_SERVER_ERROR, b"internal error\n", "text/plain"
+            )
+
+
+def _possible(path: str) -> bool:
+    """Whether a route could hold ``path``: short, of URL characters, no dot segments."""
+    if len(path) > MAX_PATH_LENGTH or not _PATH.fullmatch(path):
+        return False
+    segments = path.split("/")[1:]
+    return not any(urllib.parse.unquote(s) in (".", "..") for s in segments)
+
+
+def add_security_headers(request: Request, response: Response) -> None:
+    """Put the security headers on ``response`` where it lacks them."""
+    host = request.headers.get_all("Host")
+    for name, value in security_headers(host[0] if len(host) == 1 else None):
+        if name not in response.headers:
+            response.headers[name] = value
+
+
+class MetricsListenFailed(OSError):
+    """The metrics listener could not listen on ``metrics_host:metrics_port``."""
 
 
 class HttpEndpoints:
-    """Answers a node's plain HTTP requests; a websocket upgrade passes through."""
+    """A node's HTTP: the main port's requests, and the metrics listener."""
 
     def __init__(self, node: Node, config: ServerConfig) -> None:
         self.node = node
         self.config = config
+        for origin in config.allowed_origins:
+            if _normal_origin(origin) is None:
+                log.warning(
+                    "allowed_origin_unusable", origin=origin, expected="https://host[:port]"
+                )
+        self.router = Router(self._static)
+        """The main port's routes."""
+        self.router.add("/healthz", self._healthz)
+        self.router.add("/readyz", self._readyz)
+        self.router.add("/metrics", self._metrics_with_token)
+        self.router.add("/api/", self._api)
+        self.metrics_router = Router()
+        """The metrics listener's routes (the admin API's place)."""
+        self.metrics_router.add("/metrics", self._metrics)
+        self._metrics_server: Server | None = None
+
+    # -- the listeners ---------------------------------------------------------------------
 
     async def process_request(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
         """The answer to a request, or None to go on with the websocket handshake."""
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return None
-        path = request.path.split("?", 1)[0]
-        if path == "/healthz":
-            return _response(http.HTTPStatus.OK, b"ok\n", "text/plain")
-        if path == "/readyz":
-            ready = await self.node.backend.ready()
-            status = http.HTTPStatus.OK if ready else http.HTTPStatus.SERVICE_UNAVAILABLE
-            return _response(status, b"ready\n" if ready else b"not ready\n", "text/plain")
-        if path.startswith("/api/"):
-            return await self._api(path, request.path)
-        if path == "/metrics":
-            return _response(
-                http.HTTPStatus.OK, self.node.metrics.render(), "text/plain; version=0.0.4"
-            )
-        return self._static(path)
+            if origin_allowed(request.headers, self.config.allowed_origins):
+                return None
+            response = _response(http.HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain")
+            add_security_headers(request, response)
+            return response
+        return await self.router.answer(request)
 
-    async def _api(self, path: str, target: str) -> Response:
+    def process_response(
+        self, connection: ServerConnection, request: Request, response: Response
+    ) -> None:
+        """Put the security headers on websockets' own refusals (a handshake gone wrong)."""
+        if response.status_code != http.HTTPStatus.SWITCHING_PROTOCOLS:
+            add_security_headers(request, response)
+
+    async def start_metrics(self) -> None:
+        """Listen on ``metrics_host:metrics_port``, when a metrics port is set."""
+        if self.config.metrics_port is None:
+            return
+        try:
+            self._metrics_server = await serve(
+                _no_websocket,
+                self.config.metrics_host,
+                self.config.metrics_port,
+                process_request=self._process_metrics_request,
+                process_response=self.process_response,
+                compression=None,
+                server_header="solrace",
+            )
+        except OSError as error:
+            raise MetricsListenFailed(error.errno, error.strerror) from error
+        log.info("metrics_listening", host=self.config.metrics_host, port=self.metrics_port)
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port the metrics listener bound (useful with port 0), or None without one."""
+        if self._metrics_server is None:
+            return None
+        return int(next(iter(self._metrics_server.sockets)).getsockname()[1])
+
+    async def close_metrics(self) -> None:
+        """Stop the metrics listener."""
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+            await self._metrics_server.wait_closed()
+            self._metrics_server = None
+
+    async def _process_metrics_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response:
+        return await self.metrics_router.answer(request)
+
+    # -- the routes ------------------------------------------------------------------------
+
+    async def _healthz(self, request: Request, path: str) -> Response:
+        return _response(http.HTTPStatus.OK, b"ok\n", "text/plain")
+
+    async def _readyz(self, request: Request, path: str) -> Response:
+        ready = await self.node.backend.ready()
+        status = http.HTTPStatus.OK if ready else http.HTTPStatus.SERVICE_UNAVAILABLE
+        return _response(status, b"ready\n" if ready else b"not ready\n", "text/plain")
+
+    async def _metrics(self, request: Request, path: str) -> Response:
+        return _response(
+            http.HTTPStatus.OK, self.node.metrics.render(), "text/plain; version=0.0.4"
+        )
+
+    async def _metrics_with_token(self, request: Request, path: str) -> Response:
+        """/metrics on the main port: only to the metrics token, else as if it were not there."""
+        token = self.config.metrics_token
+        if not token or not _token_is(request, token):
+            return _not_found()
+        return await self._metrics(request, path)
+
+    async def _api(self, request: Request, path: str) -> Response:
         """The leaderboard's JSON endpoints (docs/protocol.md, "HTTP")."""
         query = {
-            k: v[-1] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(target).query).items()
+            k: v[-1]
+            for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(request.path).query).items()
         }
         node = self.node
         now = node.now_ms()
@@ -86,36 +370,69 @@ class HttpEndpoints:
                     limit=limit,
                     player_id=query.get("player"),
                 )
-            elif path == "/api/history" and query.get("player"):
-                data = await player_history(node.backend, query["player"], now_ms=now)
+            elif path == "/api/history":
+                return await self._history(request, query)
             elif path == "/api/best":
                 data = await best_board(node.backend, query.get("variant", ""), limit=limit)
             else:
-                return _json(
-                    http.HTTPStatus.NOT_FOUND, {"code": "not_found", "message": "no such endpoint"}
-                )
+                return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such endpoint")
         except ValueError:
-            return _json(
-                http.HTTPStatus.BAD_REQUEST, {"code": "bad_field", "message": "limit is a number"}
-            )
+            return _error(http.HTTPStatus.BAD_REQUEST, "bad_field", "limit is a number")
         except ProtocolError as error:
-            return _json(
-                http.HTTPStatus.BAD_REQUEST, {"code": error.code.value, "message": error.message}
-            )
+            return _error(http.HTTPStatus.BAD_REQUEST, error.code.value, error.message)
         except BackendUnavailable:
-            return _json(
-                http.HTTPStatus.SERVICE_UNAVAILABLE,
-                {"code": "unavailable", "message": "storage is unavailable: try again"},
-            )
+            return _unavailable()
         return _json(http.HTTPStatus.OK, data)
 
-    def _static(self, path: str) -> Response:
+    async def _history(self, request: Request, query: dict[str, str]) -> Response:
+        """A player's attempts, to that player alone: the token proves who asks."""
+        token = _bearer(request)
+        player_id = verify_token(self.node.secret, token) if token else None
+        if player_id is None:
+            return _json(
+                http.HTTPStatus.UNAUTHORIZED,
+                {
+                    "code": "bad_token",
+                    "message": "send the player's token: Authorization: Bearer TOKEN",
+                },
+                [("WWW-Authenticate", 'Bearer realm="solrace"')],
+            )
+        if query.get("player", player_id) != player_id:
+            return _error(
+                http.HTTPStatus.FORBIDDEN, "forbidden", "a player's history is theirs alone"
+            )
+        try:
+            data = await player_history(self.node.backend, player_id, now_ms=self.node.now_ms())
+        except BackendUnavailable:
+            return _unavailable()
+        # One player's own: kept by no cache, shared or not.
+        return _json(http.HTTPStatus.OK, data, cache="private, no-store")
+
+    async def _static(self, request: Request, path: str) -> Response:
         if path == "/" or path.startswith("/r/") or path == "/daily":
             path = "/index.html"
-        target = (WEB_ROOT / path.lstrip("/")).resolve()
-        if WEB_ROOT not in target.parents or not target.is_file():
-            return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+        name = path[1:]
+        if not all(_FILE.fullmatch(part) for part in name.split("/")):
+            return _not_found()
+        try:
+            target = (WEB_ROOT / name).resolve()
+            if WEB_ROOT not in target.parents or not target.is_file():
+                return _not_found()
+            body = target.read_bytes()
+        except (OSError, ValueError):
+            return _not_found()
         content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         if target.suffix == ".js":
             content_type = "text/javascript"
-        return _response(http.HTTPStatus.OK, target.read_bytes(), content_type)
+        return _response(http.HTTPStatus.OK, body, content_type)
+
+
+def _unavailable() -> Response:
+    return _error(
+        http.HTTPStatus.SERVICE_UNAVAILABLE, "unavailable", "storage is unavailable: try again"
+    )
+
+
+async def _no_websocket(connection: ServerConnection) -> None:
+    """The metrics listener answers every request itself: no handshake gets this far."""
+    await connection.close()

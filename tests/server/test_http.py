@@ -1,4 +1,5 @@
-"""The HTTP endpoints beside the websocket: health, readiness, metrics, and 404."""
+"""The HTTP endpoints beside the websocket: health, readiness, metrics (on the metrics
+listener), and 404."""
 
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ SEED = 99
 
 @pytest.fixture
 async def server(start_server: ServerFactory) -> RunningServer:
-    """A node whose rate limit lets a test play at full speed."""
-    return await start_server(limits=FAST)
+    """A node whose rate limit lets a test play at full speed, with a metrics listener."""
+    return await start_server(limits=FAST, metrics_port=0)
 
 
-async def get(server: RunningServer, path: str) -> tuple[int, dict[str, str], str]:
-    """GET ``path`` from the node over plain HTTP/1.1: status, headers and body."""
+async def get(
+    server: RunningServer, path: str, port: int | None = None
+) -> tuple[int, dict[str, str], str]:
+    """GET ``path`` from the node (its main port) over plain HTTP/1.1: status, headers, body."""
     async with asyncio.timeout(TIMEOUT):
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.server.port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port or server.server.port)
         writer.write(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
         status_line, *lines = head.strip().split("\r\n")
@@ -87,7 +90,8 @@ async def test_metrics_count_moves_and_refusals_by_reason(
             await alice.move(illegal)
         assert refused.value.code == "illegal_move"
 
-    status, headers, text = await get(server, "/metrics")
+    assert (await get(server, "/metrics"))[0] == 404, "not public on the main port"
+    status, headers, text = await get(server, "/metrics", server.server.http.metrics_port)
     assert status == 200 and headers["content-type"].startswith("text/plain")
     assert "# TYPE solrace_moves_total counter" in text or "# TYPE solrace_moves counter" in text
     assert sample(text, "solrace_moves_total") == 3
