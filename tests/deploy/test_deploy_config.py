@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import ipaddress
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,11 +26,14 @@ import redis
 from conftest import TIMEOUT, RunningServer
 from redis_server import free_port
 
+from solrace.server import Node, ServerConfig, SolraceServer, make_backend
 from solrace.server import cli as server_cli
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
+#: How compose.yaml names Redis' password: from deploy/.env, or compose refuses to start.
+PASSWORD_VARIABLE = "${SOLRACE_REDIS_PASSWORD:?run deploy/make-secrets.sh first}"
 
 
 @pytest.fixture
@@ -258,18 +264,22 @@ def test_compose_runs_three_nodes_on_redis_with_aof_behind_nginx() -> None:
         assert node["build"]["dockerfile"] == "deploy/Dockerfile"
         assert (DEPLOY / node["build"]["context"] / node["build"]["dockerfile"]).is_file()
         url = node["environment"]["SOLRACE_REDIS_URL"]
-        assert url.startswith("redis://redis:"), url
+        assert url.startswith(f"redis://:{PASSWORD_VARIABLE}@redis:"), url
         assert node["depends_on"]["redis"]["condition"] == "service_healthy"
 
     redis_service = services["redis"]
     volumes = mounts(redis_service["volumes"])
-    # The AOF and snapshots live on a volume: the data folder is the volume's.
+    # The AOF and snapshots live on a volume: the data folder is the volume's; the
+    # password comes from deploy/.env, which deploy/make-secrets.sh writes.
     assert redis_service["command"] == [
         "redis-server",
         volumes["./redis.conf"],
         "--dir",
         volumes["redis-data"],
+        "--requirepass",
+        PASSWORD_VARIABLE,
     ]
+    assert redis_service["environment"] == {"REDISCLI_AUTH": PASSWORD_VARIABLE}
     assert "redis-data" in compose["volumes"]
     assert re.search(r"^appendonly yes$", (DEPLOY / "redis.conf").read_text(), re.M)
 
@@ -316,18 +326,31 @@ def test_the_deployment_probes_drains_and_is_selected_by_service_and_budget() ->
     configmap = objects["ConfigMap"]["data"]
     for name in re.findall(r"\$\((\w+)\)", " ".join(args)):
         assert name in configmap, f"{name} is not in the ConfigMap"
+    url = "rediss://:made-at-install@redis.internal:6380/0"
     parsed = serve_defaults(
         *(re.sub(r"\$\((\w+)\)", lambda m: configmap[m.group(1)], a) for a in args[1:]),
-        env=objects["Secret"]["stringData"],
+        env={"SOLRACE_REDIS_URL": url},
     )
     assert parsed.port == ports["http"]
     assert parsed.host == "0.0.0.0"
-    assert parsed.redis == objects["Secret"]["stringData"]["SOLRACE_REDIS_URL"]
+    assert parsed.redis == url
+    assert parsed.trusted_proxy == [configmap["SOLRACE_TRUSTED_PROXY"]]
+    (generated,) = load_yaml(K8S / "kustomization.yaml")[0]["secretGenerator"]
     sources = {next(iter(ref.values()))["name"] for ref in container["envFrom"]}
-    assert sources == {
-        objects["ConfigMap"]["metadata"]["name"],
-        objects["Secret"]["metadata"]["name"],
-    }
+    assert sources == {objects["ConfigMap"]["metadata"]["name"], generated["name"]}
+    assert "Secret" not in objects, "the Secret is made at install, not shipped"
+
+    # /metrics on a port of its own, never the one the Service's clients and the Ingress use.
+    assert (parsed.metrics_host, parsed.metrics_port) == ("0.0.0.0", ports["metrics"])
+    assert parsed.metrics_port != parsed.port and parsed.metrics_token is None
+    annotations = pod["metadata"]["annotations"]
+    assert int(annotations["prometheus.io/port"]) == parsed.metrics_port
+    assert annotations["prometheus.io/path"] == "/metrics"
+    service_ports = {p["name"]: p["targetPort"] for p in objects["Service"]["spec"]["ports"]}
+    assert service_ports == {"http": "http", "metrics": "metrics"}
+    for rule in objects["Ingress"]["spec"]["rules"]:
+        for path in rule["http"]["paths"]:
+            assert path["backend"]["service"]["port"] == {"name": "http"}
 
     ready, live = container["readinessProbe"]["httpGet"], container["livenessProbe"]["httpGet"]
     assert (ready["path"], ports[ready["port"]]) == ("/readyz", parsed.port)
@@ -356,3 +379,210 @@ async def test_the_probe_paths_answer_on_a_node(server: RunningServer) -> None:
         status = await asyncio.wait_for(reader.readline(), TIMEOUT)
         writer.close()
         assert status.split()[1] == b"200", (probe, status)
+
+
+# -- secrets: made at install, never shipped ---------------------------------------------------
+
+MAKE_SECRETS = DEPLOY / "make-secrets.sh"
+needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is missing")
+
+
+def shipped_files() -> list[Path]:
+    """The files of deploy/ that the repository holds (or would, once added): not ignored."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "deploy"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [ROOT / name for name in listed if (ROOT / name).is_file()]
+
+
+# A value standing for a secret, not a secret: a variable, or a placeholder in capitals.
+PLACEHOLDER = re.compile(r'"?(\$\{\w+(:\?[^}]*)?\}|\$\(\w+\)|\$\w+|[A-Z_]+|\.\.\.)"?')
+
+
+def test_no_secret_value_is_shipped_under_deploy() -> None:
+    files = shipped_files()
+    assert DEPLOY / "make-secrets.sh" in files and DEPLOY / "compose.yaml" in files
+    for path in files:
+        text = path.read_text()
+        name = path.relative_to(ROOT)
+        assert "change-me" not in text.lower(), name
+        # The password of every Redis URL is a variable or a placeholder.
+        for match in re.finditer(r"rediss?(?:\+cluster)?://([^@\s'\"]*)@", text):
+            password = match.group(1).partition(":")[2]
+            assert PLACEHOLDER.fullmatch(password), f"{name}: a password in {match.group(0)}"
+        # So is every requirepass given on a line.
+        for match in re.finditer(r"(?:^|[\s`])-{0,2}requirepass[ \t]+([^\s`,]+)", text, re.M):
+            assert PLACEHOLDER.fullmatch(match.group(1)), f"{name}: requirepass {match.group(1)}"
+        # And nothing that looks made by `openssl rand`.
+        assert not re.search(r"\b[0-9a-fA-F]{32,}\b", text), name
+    assert not re.search(r"^\s*requirepass\s", (DEPLOY / "redis.conf").read_text(), re.M)
+
+
+def test_redis_conf_keeps_protected_mode_on() -> None:
+    text = (DEPLOY / "redis.conf").read_text()
+    assert re.findall(r"^protected-mode (\S+)$", text, re.M) == ["yes"]
+
+
+def test_the_generated_files_are_ignored_by_git() -> None:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for path in ("deploy/.env", "deploy/k8s/secrets/solrace-redis.env"):
+        checked = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, check=False)
+        assert checked.returncode == 0, f"{path} is not ignored"
+
+
+def make_secrets(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run deploy/make-secrets.sh with ``env`` added to this environment."""
+    return subprocess.run(
+        ["sh", str(MAKE_SECRETS), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def compose_value(value: str, password: str) -> str:
+    """``value`` of compose.yaml as compose fills it in from deploy/.env."""
+    return value.replace(PASSWORD_VARIABLE, password)
+
+
+@needs_openssl
+@needs_redis
+async def test_compose_redis_wants_the_password_the_nodes_are_given(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    made = make_secrets(SOLRACE_ENV_FILE=str(env_file))
+    assert made.returncode == 0, made.stderr
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    (line,) = env_file.read_text().splitlines()
+    name, _, password = line.partition("=")
+    assert name == "SOLRACE_REDIS_PASSWORD" and re.fullmatch(r"[0-9a-f]{64}", password)
+    assert make_secrets(SOLRACE_ENV_FILE=str(env_file)).returncode == 0
+    assert env_file.read_text() == f"{line}\n", "a second run keeps the password"
+
+    (compose,) = load_yaml(DEPLOY / "compose.yaml")
+    services = compose["services"]
+    command = [compose_value(arg, password) for arg in services["redis"]["command"]]
+    assert command[command.index("--requirepass") + 1] == password
+    # Redis as compose starts it (its own port and address, a folder of the test's).
+    extra = command[command.index("--requirepass") :]
+    server = RedisWithDeployConf(tmp_path / "redis", *extra)
+    with pytest.raises(AssertionError):
+        server.start()  # no PING without the password: the helper gives up, Redis is up
+    try:
+        with server.client() as anonymous, pytest.raises(redis.AuthenticationError):
+            anonymous.ping()
+        url = compose_value(services["node1"]["environment"]["SOLRACE_REDIS_URL"], password)
+        local = url.replace("@redis:6379/", f"@127.0.0.1:{server.port}/")
+        with redis.Redis.from_url(local, socket_timeout=2.0) as c:
+            assert c.ping()
+            assert c.config_get("protected-mode") == {"protected-mode": "yes"}
+
+        # The health check passes with the password compose gives redis-cli, not without.
+        check = services["redis"]["healthcheck"]["test"]
+        assert check[0] == "CMD-SHELL"
+        script = check[1].replace("redis-cli", f"redis-cli -p {server.port}")
+        auth = compose_value(services["redis"]["environment"]["REDISCLI_AUTH"], password)
+        ok = subprocess.run(["sh", "-c", script], env={**os.environ, "REDISCLI_AUTH": auth})
+        assert ok.returncode == 0
+        env = {k: v for k, v in os.environ.items() if k != "REDISCLI_AUTH"}
+        assert subprocess.run(["sh", "-c", script], env=env).returncode != 0
+
+        # And a node started with the nodes' URL is ready on it.
+        config = ServerConfig(port=0, redis_url=local, data_dir=tmp_path / "node")
+        node = SolraceServer(Node(make_backend(config), config), config)
+        await node.start()
+        try:
+            assert await node.node.backend.ready()
+        finally:
+            await node.close()
+    finally:
+        server.stop()
+
+
+@needs_openssl
+def test_make_secrets_for_kubernetes_renders_the_secret(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    k8s_dir = tmp_path / "k8s"
+    shutil.copytree(K8S, k8s_dir, ignore=shutil.ignore_patterns("secrets"))
+    secrets = k8s_dir / "secrets"
+    refused = subprocess.run([kubectl, "kustomize", str(k8s_dir)], capture_output=True, check=False)
+    assert refused.returncode != 0, "no Secret without deploy/make-secrets.sh"
+
+    made = make_secrets("k8s", "rediss://redis.internal:6380/0", SOLRACE_K8S_SECRETS=str(secrets))
+    assert made.returncode == 0, made.stderr
+    password = (secrets / "redis-password").read_text().strip()
+    assert re.fullmatch(r"[0-9a-f]{64}", password)
+    for path in secrets.iterdir():
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    rendered = subprocess.run(
+        [kubectl, "kustomize", str(k8s_dir)], capture_output=True, text=True, check=True
+    ).stdout
+    yaml = pytest.importorskip("yaml")
+    objects = {doc["kind"]: doc for doc in yaml.safe_load_all(rendered) if doc}
+    secret = objects["Secret"]
+    url = base64.b64decode(secret["data"]["SOLRACE_REDIS_URL"]).decode().strip()
+    assert url == f"rediss://:{password}@redis.internal:6380/0"
+    container = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    names = {next(iter(ref.values()))["name"] for ref in container["envFrom"]}
+    assert secret["metadata"]["name"] in names
+
+    # A managed Redis's own password, percent-encoded where it must be.
+    given = make_secrets(
+        "k8s",
+        "rediss+cluster://redis.internal:6380",
+        SOLRACE_K8S_SECRETS=str(tmp_path / "managed"),
+        REDIS_PASSWORD="a+b/c=",
+    )
+    assert given.returncode == 0, given.stderr
+    line = (tmp_path / "managed" / "solrace-redis.env").read_text().strip()
+    url = line.removeprefix("SOLRACE_REDIS_URL=")
+    assert redis.connection.parse_url(url.replace("+cluster", ""))["password"] == "a+b/c="
+    assert not (tmp_path / "managed" / "redis-password").exists()
+    with_password = make_secrets(
+        "k8s", "redis://:pw@redis:6379/0", SOLRACE_K8S_SECRETS=str(tmp_path)
+    )
+    assert with_password.returncode != 0 and "without a password" in with_password.stderr
+
+
+# -- metrics: a port of their own ------------------------------------------------------------
+
+
+def test_compose_nodes_serve_metrics_on_a_private_port_and_trust_nginx() -> None:
+    (compose,) = load_yaml(DEPLOY / "compose.yaml")
+    services = compose["services"]
+    nginx_address = services["nginx"]["networks"]["default"]["ipv4_address"]
+    (subnet,) = compose["networks"]["default"]["ipam"]["config"]
+    assert ipaddress.ip_address(nginx_address) in ipaddress.ip_network(subnet["subnet"])
+    for name in ("node1", "node2", "node3"):
+        node = services[name]
+        assert node["command"][:2] == ["solrace", "serve"]
+        args = serve_defaults(*node["command"][2:])
+        assert args.metrics_host == "0.0.0.0" and args.metrics_port not in (None, args.port)
+        assert [str(p) for p in node["expose"]] == [str(args.metrics_port)]
+        assert "ports" not in node
+        assert args.trusted_proxy == [nginx_address]
+        assert args.metrics_token is None
+    lines = (DEPLOY / "nginx.conf").read_text().splitlines()
+    directives = "\n".join(line.split("#", 1)[0] for line in lines)
+    assert f":{args.metrics_port}" not in directives, "nginx reaches no metrics port"
+
+
+def test_nginx_conf_never_proxies_metrics() -> None:
+    text = (DEPLOY / "nginx.conf").read_text()
+    blocks = re.findall(r"location\s+([^{]*?)\s*\{(.*?)\}", text, re.S)
+    metrics = [(where, body) for where, body in blocks if "/metrics" in where]
+    assert metrics, "a location for /metrics"
+    for where, body in metrics:
+        assert "proxy_pass" not in body and "return 404;" in body, where
+    # A prefix location: /metrics/anything is refused as well.
+    assert any(where.strip() == "/metrics" for where, _ in metrics)

@@ -33,6 +33,8 @@ from redis_server import free_port
 from solrace.client import Client
 from solrace.server import Node, ServerConfig, SolraceServer, make_backend
 from solrace.server.daily import Entry
+from solrace.server.http import security_headers
+from solrace.server.identity import sign_token
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 NGINX_CONF = ROOT / "deploy" / "nginx.conf"
@@ -201,7 +203,9 @@ async def nodes(tmp_path: Path, redis_url: str | None) -> AsyncIterator[list[Sol
     running: list[SolraceServer] = []
     try:
         for i, _ in enumerate(shipped_nodes(NGINX_CONF.read_text()), 1):
-            config = ServerConfig(port=0, data_dir=tmp_path / f"node{i}", redis_url=redis_url)
+            config = ServerConfig(
+                port=0, data_dir=tmp_path / f"node{i}", redis_url=redis_url, metrics_port=0
+            )
             server = SolraceServer(Node(make_backend(config), config), config)
             await server.start()
             running.append(server)
@@ -248,6 +252,7 @@ class Reply:
     headers: dict[str, str]
     body: bytes
     cache_control: list[str] = field(default_factory=list)
+    header_list: list[tuple[str, str]] = field(default_factory=list)
 
 
 async def get(url: str, headers: dict[str, str] | None = None) -> Reply:
@@ -268,8 +273,8 @@ async def get(url: str, headers: dict[str, str] | None = None) -> Reply:
 
 
 async def connections(node: SolraceServer) -> int:
-    """Open websockets on ``node``, from its own /metrics."""
-    reply = await get(f"http://127.0.0.1:{node.port}/metrics")
+    """Open websockets on ``node``, from its own /metrics (on its metrics port)."""
+    reply = await get(f"http://127.0.0.1:{node.http.metrics_port}/metrics")
     match = re.search(rb"^solrace_connections (\S+)$", reply.body, re.M)
     assert match is not None, reply.body
     return int(float(match.group(1)))
@@ -417,8 +422,15 @@ async def test_nginx_passes_the_leaderboard_api_to_the_nodes(
 
     best = await get(nginx.http_url("/api/best?variant=canfield&limit=5"))
     assert best.status == 200 and [e["name"] for e in json.loads(best.body)["best"]] == ["olga"]
-    history = await get(nginx.http_url("/api/history?player=p-olga"))
+    # A player's history, to that player's token alone.
+    token = sign_token(nodes[0].node.secret, "p-olga")
+    history = await get(
+        nginx.http_url("/api/history?player=p-olga"), {"Authorization": f"Bearer {token}"}
+    )
     assert history.status == 200 and json.loads(history.body)["history"][0]["banked"] == 17
+    assert history.cache_control == ["private, no-store"]
+    anyone = await get(nginx.http_url("/api/history?player=p-olga"))
+    assert (anyone.status, json.loads(anyone.body)["code"]) == (401, "bad_token")
     # The node's own answers, errors included, not nginx's file server.
     unknown = await get(nginx.http_url("/api/no-such-endpoint"))
     assert (unknown.status, json.loads(unknown.body)["code"]) == (404, "not_found")
@@ -442,7 +454,7 @@ async def test_nginx_serves_the_page_and_passes_healthz_through(nginx: Nginx) ->
     health = await get(nginx.http_url("/healthz"))
     assert (health.status, health.body) == (200, b"ok\n")
     assert health.cache_control == ["no-cache"], "the node's header, once"
-    for private in ("/metrics", "/readyz"):
+    for private in ("/metrics", "/metrics/x", "/%6Detrics", "/readyz"):
         assert (await get(nginx.http_url(private))).status == 404, private
 
     index = WEB_ROOT / "index.html"
@@ -570,3 +582,96 @@ async def test_nginx_tells_the_nodes_who_asked_and_passes_websocket_upgrades(
                     # No `Connection: close`: the connection to the node is kept alive.
                     assert got.one("Upgrade") is None and got.one("Connection") is None
             assert received.empty()
+
+
+def assert_safe_headers(reply: Reply, host: str) -> None:
+    """The node's security headers, each once, whoever answered."""
+    for name, value in security_headers(host):
+        found = [v for k, v in reply.header_list if k.lower() == name.lower()]
+        assert found == [value], (name, found)
+
+
+async def get_all(url: str, headers: dict[str, str] | None = None) -> Reply:
+    """``get``, keeping every header line (a header sent twice shows twice)."""
+
+    def fetch() -> Reply:
+        request = urllib.request.Request(url, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+                found, status, body = response.headers, response.status, response.read()
+        except urllib.error.HTTPError as error:
+            found, status, body = error.headers, error.code, error.read()
+        reply = Reply(status, dict(found.items()), body, found.get_all("Cache-Control") or [])
+        reply.header_list = list(found.items())
+        return reply
+
+    return await asyncio.to_thread(fetch)
+
+
+async def test_every_answer_through_nginx_has_the_nodes_security_headers(
+    nodes: list[SolraceServer], nginx: Nginx
+) -> None:
+    host = f"127.0.0.1:{nginx.port}"
+    for path, status in [
+        ("/", 200),  # nginx's files
+        ("/daily", 200),
+        ("/app.js", 200),
+        ("/no-such-file.js", 404),
+        ("/metrics", 404),  # nginx's own answers
+        ("/readyz", 404),
+        ("/healthz", 200),  # a node's answers, passed through
+        ("/api/best?variant=canfield", 200),
+        ("/api/history", 401),
+    ]:
+        reply = await get_all(nginx.http_url(path))
+        assert reply.status == status, path
+        assert_safe_headers(reply, host)
+        assert len(reply.cache_control) == 1, (path, reply.cache_control)
+    # The same policy as a node's, for the host the browser asked for.
+    direct = await get_all(f"http://127.0.0.1:{nodes[0].port}/healthz", {"Host": host})
+    assert_safe_headers(direct, host)
+    odd = await get_all(nginx.http_url("/"), {"Host": "a.example;script-src *"})
+    policy = odd.headers["Content-Security-Policy"]
+    assert "a.example" not in policy and "connect-src 'self';" in policy
+
+
+async def handshake_status(nginx: Nginx, host: str, origin: str | None) -> str:
+    """The status line of a websocket handshake sent through nginx."""
+    head = (
+        f"GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    )
+    if origin is not None:
+        head += f"Origin: {origin}\r\n"
+    return await ask(nginx, head + "\r\n")
+
+
+async def test_a_page_of_the_balancers_own_host_opens_a_websocket_and_no_other(
+    nodes: list[SolraceServer], nginx: Nginx
+) -> None:
+    # nginx passes the Host as the browser sent it, port included, so that the node sees
+    # the page's own origin as its own.
+    host = f"127.0.0.1:{nginx.port}"
+    assert (await handshake_status(nginx, host, f"http://{host}")).startswith("HTTP/1.1 101")
+    assert (await handshake_status(nginx, host, None)).startswith("HTTP/1.1 101")
+    for origin in ("https://evil.example", "null", "http://127.0.0.1"):
+        status = await handshake_status(nginx, host, origin)
+        assert status.startswith("HTTP/1.1 403"), (origin, status)
+
+
+async def test_nginx_never_sends_metrics_to_a_node(tmp_path: Path) -> None:
+    async with listener() as (port, received):
+        count = len(shipped_nodes(NGINX_CONF.read_text()))
+        async with running_nginx(tmp_path / "nginx", [f"127.0.0.1:{port}"] * count) as nginx:
+            for path in ("/metrics", "/metrics/", "/metrics?x=1", "/%6detrics", "/api/../metrics"):
+                head = (
+                    f"GET {path} HTTP/1.1\r\nHost: play.example:8080\r\nConnection: close\r\n\r\n"
+                )
+                assert (await ask(nginx, head)).startswith("HTTP/1.1 404"), path
+            # The Host reaches a node as the browser sent it, port and all.
+            head = "GET /healthz HTTP/1.1\r\nHost: play.example:8080\r\nConnection: close\r\n\r\n"
+            assert (await ask(nginx, head)).startswith("HTTP/1.1 200")
+            got = await asyncio.wait_for(received.get(), TIMEOUT)
+            assert got.request_line == "GET /healthz HTTP/1.1"
+            assert got.one("Host") == "play.example:8080"
+            assert received.empty(), "no /metrics request reached a node"
