@@ -43,15 +43,29 @@ class RateLimiter:
         self._last = now
         self.violations = 0
 
-    def take(self, now: float) -> bool:
-        """Take a token if there is one; if not, change nothing (no violation counted)."""
+    def _tokens_at(self, now: float) -> float:
         elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing
-        tokens = min(self._size, self._tokens + elapsed * self._rate)
-        if tokens < 1.0:
+        return min(self._size, self._tokens + elapsed * self._rate)
+
+    def take(self, now: float, cost: int = 1) -> bool:
+        """Take ``cost`` tokens if there are; if not, change nothing (no violation counted)."""
+        tokens = self._tokens_at(now)
+        if tokens < cost:
             return False
-        self._tokens = tokens - 1.0
+        self._tokens = tokens - cost
         self._last = max(self._last, now)
         return True
+
+    def wait(self, now: float, cost: int = 1) -> float:
+        """Seconds until ``cost`` tokens are there (0 if they are now); nothing is taken."""
+        missing = cost - self._tokens_at(now)
+        if missing <= 0:
+            return 0.0
+        return missing / self._rate if self._rate > 0 else float("inf")
+
+    def full(self, now: float) -> bool:
+        """Whether the bucket is full: no different from a new one."""
+        return self._tokens_at(now) >= self._size
 
     def allow(self, now: float) -> bool:
         """Take a token if there is one; count a violation if not."""

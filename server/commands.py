@@ -53,11 +53,13 @@ class RoomCommands:
     def __init__(self, node: Node) -> None:
         self.node = node
 
-    def check_capacity(self, code: str | None) -> None:
-        """Refuse a room this node does not hold yet once it holds all it may."""
+    def check_capacity(self, session: Session, code: str | None) -> None:
+        """Refuse a room this node does not hold yet once it holds all it may, or one that
+        the session's address would hold past its share of them."""
         node = self.node
         if code not in node.held and len(node.held) >= node.config.max_rooms_per_node:
             raise ProtocolError(ErrorCode.TOO_MANY_ROOMS, "this server holds all the rooms it can")
+        node.guard.check_room(session, code)
 
     def _settings(self, req: CreateRoom) -> Settings:
         rooms.check_variant(req.variant)
@@ -98,7 +100,8 @@ class RoomCommands:
         if session.room is not None:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
         settings = self._settings(req)
-        self.check_capacity(None)
+        self.check_capacity(session, None)
+        await node.guard.spend(session, node.guard.rooms, node.now_ms())
         outcome = await self.store_new_room(settings, player_id, session.name)
         room = outcome.room
         assert room is not None
@@ -118,7 +121,8 @@ class RoomCommands:
         if req.role not in ("player", "spectator"):
             raise ProtocolError(ErrorCode.BAD_FIELD, "role is 'player' or 'spectator'")
         role = Role(req.role)
-        self.check_capacity(code)
+        self.check_capacity(session, code)
+        await node.guard.spend(session, node.guard.joins, node.now_ms())
         limit = node.config.max_spectators_per_room
         outcome = await node.backend.update_room(
             code, lambda r: rooms.join(r, player_id, session.name, role, max_spectators=limit)
@@ -134,6 +138,8 @@ class RoomCommands:
         node = self.node
         player_id = node.identified(session)
         code = node.in_room(session)
+        # A leave is never refused, but it counts against the next join.
+        await node.guard.spend(session, node.guard.joins, node.now_ms(), force=True)
         held = node.held.get(code)
         if held is not None:
             await node.moves.flush(held)  # a leaver resigns with every move it made

@@ -59,8 +59,9 @@ class DailyCommands:
                 raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
             # A finished daily attempt's room is left for the player.
             await commands.leave_room(session, LeaveRoom(0), reply=False)
-        commands.check_capacity(None)
+        commands.check_capacity(session, None)
         now = node.now_ms()
+        await node.guard.spend(session, node.guard.dailies + node.guard.rooms, now)
         date = utc_date(now)
         attempt = await node.backend.daily_attempt(date, req.variant, player_id)
         settings = Settings(

@@ -165,8 +165,8 @@ class MovePath:
             move, notation = self.notation(text)
         except NotationError:
             return False
-        if not session.limiter.take(time.monotonic()):
-            return False
+        if node.guard.take(session, time.monotonic(), count=False) is not None:
+            return False  # the task refuses it, and counts it
         try:
             change = game.apply(move)
             node.backend.append_move_now(room.code, room.race, player_id, rev, notation)

@@ -39,6 +39,7 @@ from ..protocol import (
 )
 from . import room as rooms
 from .backends import Backend, BackendUnavailable
+from .budgets import Guard
 from .commands import RoomCommands
 from .config import ServerConfig
 from .daily_commands import DailyCommands
@@ -53,6 +54,9 @@ from .session import Session
 __all__ = ["Node", "Session"]
 
 log = structlog.get_logger("solrace.server")
+
+HEAVY = frozenset({GetLeaderboard})
+"""Requests that read the store at length: they count as ``heavy_request_cost`` messages."""
 
 ALIVE_INTERVAL_S = 1.0
 """How often a node that owns its storage notes that it runs (a restart measures its
@@ -82,6 +86,7 @@ class Node:
         self._later: set[asyncio.TimerHandle] = set()
         self._alive: asyncio.TimerHandle | None = None
         self._stopped = False
+        self.guard = Guard(self.config, backend)
         self.identity = Identity(self)
         self.commands = RoomCommands(self)
         self.moves = MovePath(self)
@@ -175,18 +180,24 @@ class Node:
     async def handle_frame(self, session: Session, frame: bytes | str) -> None:
         """Decode, check and carry out one frame; every failure becomes an error frame."""
         started = time.perf_counter()
-        allowed = session.limiter.allow(time.monotonic())
+        now = time.monotonic()
+        guard = self.guard
+        if session.address_rate is None:
+            guard.bind(session, now)
+        wait = guard.take(session, now)
         try:
             request = session.codec.decode(frame)
         except ProtocolError as error:
-            if not allowed:  # a flood of unreadable frames is a flood all the same
-                await self._rate_limited(session, error.request_id)
+            if wait is not None:  # a flood of unreadable frames is a flood all the same
+                await self._rate_limited(session, error.request_id, wait)
                 return
             await self.error(session, error.request_id, error.code, error.message)
             return
-        if not allowed:
+        if wait is None and type(request) in HEAVY:
+            wait = guard.take(session, now, self.config.budgets.heavy_request_cost - 1)
+        if wait is not None:
             # Decoding is bounded by the frame size limit, so the error can name the request.
-            await self._rate_limited(session, request.id)
+            await self._rate_limited(session, request.id, wait)
             return
         try:
             async with session.lock:
@@ -209,9 +220,13 @@ class Node:
             await self.error(session, request.id, ErrorCode.INTERNAL, "the server failed")
         self.metrics.handled(request.type).observe(time.perf_counter() - started)
 
-    async def _rate_limited(self, session: Session, request_id: int | None) -> None:
+    async def _rate_limited(self, session: Session, request_id: int | None, wait: float) -> None:
         await self.error(
-            session, request_id, ErrorCode.RATE_LIMITED, "too many messages: slow down"
+            session,
+            request_id,
+            ErrorCode.RATE_LIMITED,
+            "too many messages: slow down",
+            retry_after=max(wait, 0.001),
         )
         if session.limiter.violations > self.config.limits.max_rate_violations:
             await session.close(1008, "rate limit exceeded")
@@ -294,6 +309,7 @@ class Node:
                     self.metrics.rooms.set(len(self.held))
                 held.members.add(session)
                 session.room, session.role = code, role
+                self.guard.hold(session, code)
                 held.keep(room)
                 self.arm(held)
                 return held
@@ -306,6 +322,7 @@ class Node:
         if held is None or session not in held.members:
             return
         held.members.discard(session)
+        self.guard.release(session, held.code)
         if not held.members:
             await self._forget(held)
 
@@ -329,6 +346,7 @@ class Node:
 
     async def disconnected(self, session: Session) -> None:
         """A connection closed: spectators leave, players may resume within the grace period."""
+        self.guard.unbind(session)
         player_id = session.player_id
         if player_id is None:
             return

@@ -19,6 +19,8 @@ class Session:
     """
 
     __slots__ = (
+        "address",
+        "address_rate",
         "busy",
         "close",
         "codec",
@@ -29,6 +31,7 @@ class Session:
         "name",
         "player_id",
         "push",
+        "rate",
         "role",
         "room",
         "send",
@@ -42,13 +45,17 @@ class Session:
         push: Callable[[bytes | str], None],
         close: Callable[[int, str], Awaitable[None]],
         limiter: RateLimiter,
+        address: str = "local",
     ) -> None:
         self.conn_id = conn_id
         self.codec = codec
         self.send = send
         self.push = push
         self.close = close
-        self.limiter = limiter
+        self.limiter = limiter  # before hello: the connection's own message rate
+        self.address = address  # the client's address key (see budgets.client_key)
+        self.rate: RateLimiter | None = None  # the identity's message rate, once known
+        self.address_rate: RateLimiter | None = None  # the address's message rate
         self.lock = asyncio.Lock()  # held while a request runs: no snapshot shows half of one
         self.player_id: str | None = None
         self.name = ""

@@ -17,6 +17,25 @@ from solrace.client import Client
 from solrace.engine import Status, new_game
 from solrace.server import Node, ServerConfig, SolraceServer, make_backend
 from solrace.server import commands as commands_module
+from solrace.server.config import Budgets
+
+#: Budgets for tests that play as many people from one address (every test client is on
+#: 127.0.0.1): only the identity's message rate keeps its default. The budgets' own tests
+#: set what they check (tests/server/test_budgets.py).
+LOOSE_BUDGETS = Budgets(
+    address_messages_per_second=1e6,
+    address_burst=1 << 30,
+    connections_per_address=1 << 20,
+    rooms_per_hour=1 << 20,
+    address_rooms_per_hour=1 << 20,
+    room_share_per_address=1.0,
+    joins_per_minute=1 << 20,
+    address_joins_per_minute=1 << 20,
+    identities_per_hour=1 << 20,
+    daily_starts_per_day=1 << 20,
+    address_daily_starts_per_day=1 << 20,
+    members_interval_s=0.0,
+)
 
 #: Every wait in the tests is a multiple of this, so a slow machine can scale them all.
 TIMEOUT = float(os.environ.get("SOLRACE_TEST_TIMEOUT", "10"))
@@ -110,7 +129,13 @@ async def start_server(tmp_path: Path, redis_url: str | None) -> AsyncIterator[S
             for name in ("data", *(f"data{n}" for n in range(2, 100)))
             if tmp_path / name not in busy
         )
-        base = ServerConfig(port=0, data_dir=data_dir, redis_url=redis_url, progress_interval_s=0.0)
+        base = ServerConfig(
+            port=0,
+            data_dir=data_dir,
+            redis_url=redis_url,
+            progress_interval_s=0.0,
+            budgets=LOOSE_BUDGETS,
+        )
         config = replace(base, **overrides)
         server = SolraceServer(Node(make_backend(config), config, clock=clock), config)
         await server.start()

@@ -105,6 +105,21 @@ class Backend(ABC):
             self._fresh_node_id = node_id
         return node_id
 
+    # budgets ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def spend(
+        self, budgets: list[tuple[str, int, float]], now_ms: int, *, force: bool = False
+    ) -> tuple[int, float] | None:
+        """Spend one of each budget ``(key, count, period_s)``, all or none.
+
+        A budget allows ``count`` at once, then one more each ``period_s / count`` (a
+        generic cell rate: the key keeps when its next one is theoretically due). Returns
+        None when all are spent, else the index of the first one spent out and the
+        seconds until it would be taken. With ``force`` all are spent even past their
+        end, and None is returned.
+        """
+
     # players ----------------------------------------------------------------------------
 
     @abstractmethod

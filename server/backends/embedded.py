@@ -111,6 +111,9 @@ CREATE TABLE IF NOT EXISTS results (
 
 LogKey = tuple[str, int, str]
 
+BUDGET_PRUNE_EVERY = 1024
+"""Spends between two sweeps of budgets that are back to full."""
+
 PRUNE_EVERY = 256
 """Commits between two prunings of the journal."""
 
@@ -136,6 +139,8 @@ class EmbeddedBackend(Backend):
         self._first: dict[tuple[str, int], int] = {}  # a running race's first journal row
         self._commits = 0
         self._subscribers: dict[str, EventHandler] = {}
+        self._budgets: dict[str, float] = {}  # by key: when its next one is due (ms)
+        self._spends = 0
         # Writes of this pass, made at the commit: moves in order, rooms by code (None:
         # deleted), finished races' logs, boards by (code, player).
         self._moves: list[tuple[str, int, str, int, str]] = []
@@ -340,6 +345,28 @@ class EmbeddedBackend(Backend):
     def note_alive(self, now_ms: int) -> None:
         """Record that the node runs at ``now_ms`` (a restart measures its downtime by it)."""
         self._write().execute("INSERT OR REPLACE INTO meta VALUES ('alive_ms', ?)", (str(now_ms),))
+
+    # budgets ----------------------------------------------------------------------------
+
+    async def spend(
+        self, budgets: list[tuple[str, int, float]], now_ms: int, *, force: bool = False
+    ) -> tuple[int, float] | None:
+        """The budgets' next due times kept in memory (the node's only; a restart renews
+        them, which no client can cause)."""
+        due: list[tuple[str, float]] = []
+        for index, (key, count, period_s) in enumerate(budgets):
+            period = period_s * 1000
+            step = period / count if count > 0 else period
+            then = max(self._budgets.get(key, now_ms), now_ms) + step
+            if (count <= 0 or then - now_ms > period) and not force:
+                return index, (then - period - now_ms) / 1000 if count > 0 else period_s
+            due.append((key, then))
+        for key, then in due:
+            self._budgets[key] = then
+        self._spends += 1
+        if self._spends % BUDGET_PRUNE_EVERY == 0:
+            self._budgets = {k: t for k, t in self._budgets.items() if t > now_ms}
+        return None
 
     # players ----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ key                                    holds
 ``P:{CODE}:results``                   hash: race number -> ranked results
 ``P:{CODE}:boards``                    hash: player id -> [race, spectator view]
 ``P:{CODE}:events``                    sharded pub/sub channel of the room's events
+``P:{budgets}:NAME:SUBJECT``           when the budget's next one is due (ms), expiring then
 =====================================  ==========================================
 
 ``P`` is the key prefix (``solrace``). Records, results and events are msgpack.
@@ -164,6 +165,33 @@ return 1
 """
 
 
+# KEYS: budget keys (one hash slot); ARGV: now (ms), force ('1'), then count and period
+# (ms) of each key. Returns nil once all are spent, else {index, ms until it would be}.
+_SPEND = """
+local now = tonumber(ARGV[1])
+local force = ARGV[2] == '1'
+local due = {}
+for i, key in ipairs(KEYS) do
+  local count = tonumber(ARGV[1 + 2 * i])
+  local period = tonumber(ARGV[2 + 2 * i])
+  local step = period
+  if count > 0 then step = period / count end
+  local tat = tonumber(redis.call('GET', key) or now)
+  if tat < now then tat = now end
+  local next_due = tat + step
+  if not force and (count <= 0 or next_due - now > period) then
+    if count <= 0 then return {i, period} end
+    return {i, math.ceil(next_due - period - now)}
+  end
+  due[i] = next_due
+end
+for i, key in ipairs(KEYS) do
+  redis.call('SET', key, string.format('%.3f', due[i]), 'PX', math.max(1, math.ceil(due[i] - now)))
+end
+return nil
+"""
+
+
 def _pack(data: Any) -> bytes:
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
@@ -301,6 +329,7 @@ class RedisBackend(RedisDailyMixin, Backend):
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
+        self._spend = self._redis.register_script(_SPEND)
         self._secret = b""
         self._handlers: dict[bytes, tuple[str, EventHandler]] = {}
         self._confirmations: dict[bytes, asyncio.Future[None]] = {}
@@ -415,6 +444,22 @@ class RedisBackend(RedisDailyMixin, Backend):
     async def secret(self) -> bytes:
         """The token secret read at start, the same on every node."""
         return self._secret
+
+    # budgets ----------------------------------------------------------------------------
+
+    async def spend(
+        self, budgets: list[tuple[str, int, float]], now_ms: int, *, force: bool = False
+    ) -> tuple[int, float] | None:
+        """One script over the budgets' keys, which share a hash slot (``{budgets}``)."""
+        keys = [f"{self.prefix}:{{budgets}}:{key}" for key, _, _ in budgets]
+        args: list[Any] = [now_ms, "1" if force else "0"]
+        for _, count, period_s in budgets:
+            args += [count, int(period_s * 1000)]
+        with self._guard():
+            refused = await self._spend(keys=keys, args=args)
+        if not refused:
+            return None
+        return int(refused[0]) - 1, int(refused[1]) / 1000
 
     # players ----------------------------------------------------------------------------
 

@@ -63,6 +63,14 @@ class Table:
         await self.bob_heard_nothing_else(self.game.moves)
         return move
 
+    async def alice_waits_out_her_rate(self) -> None:
+        """Alice's identity spent its rate on an earlier connection: her first move on this
+        one is refused, with the time to wait, and nothing is played."""
+        early = await self.alice.request({"type": "move", "move": "d", "rev": self.game.moves})
+        assert early["type"] == "error" and early["code"] == "rate_limited", early
+        assert 0 < early["retry_after"] <= 1, early
+        await asyncio.sleep(early["retry_after"])
+
     async def bob_heard_nothing_else(self, moves: int) -> None:
         """Bob's events up to Alice's progress at ``moves``: no error, no repeated move."""
         seen = await events_until(self.bob, progress_of(self.alice.player_id, moves))
@@ -446,9 +454,12 @@ async def test_too_many_messages_are_refused_then_the_connection_is_closed_with_
     refused = [f for f in alice.frames if f.get("code") == "rate_limited"]
     assert len(refused) == strict.config.limits.max_rate_violations + 1
     assert all(f["id"] >= 1000 for f in refused)  # each refusal names the request
-    # The flood cost Alice nothing she had: she comes back and plays on.
+    assert all(0 < f["retry_after"] <= 1 for f in refused), refused
+    # The flood cost Alice nothing she had, but coming back renews none of her rate: her
+    # first move is refused until her identity's bucket has a token again, then she plays.
     snapshot = await table.reconnect_alice()
     assert snapshot["you"]["rev"] == 0
+    await table.alice_waits_out_her_rate()
     await table.alice_plays()
 
 
@@ -489,4 +500,5 @@ async def test_a_flood_of_unreadable_frames_is_rate_limited_too(
     assert len(refused) == strict.config.limits.max_rate_violations + 1
     snapshot = await table.reconnect_alice()
     assert snapshot["you"]["rev"] == 0
+    await table.alice_waits_out_her_rate()
     await table.alice_plays()

@@ -132,9 +132,11 @@ async def test_frames_it_cannot_finish_at_once_are_declined_with_nothing_changed
         assert node.take_move(session, move_frame(24, "d", 0)) is False
     assert game.position() == before and game.moves == 0
     assert len(out.frames) == count
-    # hello, create and start took three of the five tokens: the two left are still there.
+    # create and start took two of the identity's five tokens (hello came before the
+    # identity was known): the three left are still there.
     now = time.monotonic()
-    assert [session.limiter.take(now) for _ in range(3)] == [True, True, False]
+    assert session.rate is not None
+    assert [session.rate.take(now) for _ in range(4)] == [True, True, True, False]
     await node.stop()
 
 
@@ -156,8 +158,8 @@ async def test_an_illegal_move_is_refused_with_its_reason_and_the_game_kept(
 
 
 async def test_the_rate_limit_holds_for_moves_taken_at_once(tmp_path: Path) -> None:
-    node, session, out, game = await racing_node(tmp_path, burst=3, messages_per_second=0.001)
-    # hello, create and start took the three tokens: the move waits for the task.
+    node, session, out, game = await racing_node(tmp_path, burst=2, messages_per_second=0.001)
+    # create and start took the identity's two tokens: the move waits for the task.
     assert node.take_move(session, move_frame(40, "d", 0)) is False
     await node.handle_frame(session, move_frame(40, "d", 0))
     assert out.frames[-1]["code"] == "rate_limited" and game.moves == 0

@@ -1,0 +1,290 @@
+"""Budgets that hold across connections: per identity and per client address.
+
+A client that reconnects, or comes back as a fresh identity from the same address, must
+find its budgets as it left them. So nothing here belongs to a connection:
+
+- **Message rates** are token buckets kept by the node, one per identity and one per
+  address (a connection that has not said hello yet has one of its own). A bucket is
+  forgotten only once no connection uses it and it is full again, when a new one would be
+  the same.
+- **Counted budgets** (rooms created, joins, identities made, daily starts) go through
+  the backend (:meth:`Backend.spend`), so that they hold across the nodes too.
+- **Connections and held rooms per address** are counted by the node.
+
+The addresses are the keys of :func:`client_key`: an IPv6 address counts by its /64, so
+that one machine cannot walk through its prefix.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..protocol import ErrorCode, ProtocolError, RateLimiter
+from .config import ServerConfig
+
+if TYPE_CHECKING:
+    from .backends import Backend
+    from .session import Session
+
+__all__ = ["Budget", "Guard", "client_key", "forwarded_client"]
+
+MIN_ROOMS_PER_ADDRESS = 10
+
+
+def client_key(address: str) -> str:
+    """The key an address's budgets are kept under (an IPv6 address by its /64)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address or "local"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+def forwarded_client(
+    peer: str, forwarded_for: str | None, real_ip: str | None, trusted: tuple[str, ...]
+) -> str:
+    """The client's address: the peer's, or the one a trusted proxy reports.
+
+    A proxy in ``trusted`` (addresses or CIDR networks) is believed: its ``X-Real-IP``, or
+    else the right-most address of ``X-Forwarded-For`` that is not itself a trusted proxy.
+    Any other peer is taken at its own address, whatever it claims.
+    """
+    networks = [ipaddress.ip_network(t, strict=False) for t in trusted]
+
+    def is_trusted(address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address.strip())
+        except ValueError:
+            return False
+        return any(ip in network for network in networks)
+
+    if not networks or not is_trusted(peer):
+        return peer
+    if real_ip and _valid(real_ip):
+        return real_ip.strip()
+    hops = [hop.strip() for hop in (forwarded_for or "").split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _valid(hop):
+            break
+        if not is_trusted(hop):
+            return hop
+    return peer
+
+
+def _valid(address: str) -> bool:
+    try:
+        ipaddress.ip_address(address.strip())
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """One counted budget: its name (the error's ``reason``), count and period."""
+
+    name: str
+    count: int
+    period_s: float
+    subject: str  # "identity" or "address": what it is counted for
+    describe: str  # what is refused, for the error's sentence
+
+    def key(self, session: Session) -> str:
+        """The budget's key for the session's identity or address."""
+        subject = session.player_id if self.subject == "identity" else session.address
+        return f"{self.name}:{subject or session.conn_id}"
+
+
+class _Bucket(RateLimiter):
+    __slots__ = ("users",)
+
+    def __init__(self, rate: float, burst: int, now: float) -> None:
+        super().__init__(rate, burst, now)
+        self.users = 0
+
+
+class Guard:
+    """A node's view of every budget."""
+
+    def __init__(self, config: ServerConfig, backend: Backend) -> None:
+        self.config = config
+        self.backend = backend
+        self._buckets: dict[str, _Bucket] = {}
+        self.connections: Counter[str] = Counter()
+        self._rooms: dict[str, Counter[str]] = {}  # by address: held rooms, by code
+        b = config.budgets
+        hour, minute, day = 3600.0, 60.0, 86400.0
+        self.rooms = (
+            Budget("rooms_per_hour", b.rooms_per_hour, hour, "identity", "made all the rooms"),
+            Budget(
+                "address_rooms_per_hour",
+                b.address_rooms_per_hour,
+                hour,
+                "address",
+                "made all the rooms",
+            ),
+        )
+        self.joins = (
+            Budget("joins_per_minute", b.joins_per_minute, minute, "identity", "joined or left"),
+            Budget(
+                "address_joins_per_minute",
+                b.address_joins_per_minute,
+                minute,
+                "address",
+                "joined or left",
+            ),
+        )
+        self.identities = (
+            Budget(
+                "identities_per_hour",
+                b.identities_per_hour,
+                hour,
+                "address",
+                "made all the new players",
+            ),
+        )
+        self.dailies = (
+            Budget(
+                "daily_starts_per_day",
+                b.daily_starts_per_day,
+                day,
+                "identity",
+                "started all the daily attempts",
+            ),
+            Budget(
+                "address_daily_starts_per_day",
+                b.address_daily_starts_per_day,
+                day,
+                "address",
+                "started all the daily attempts",
+            ),
+        )
+
+    # -- message rates -------------------------------------------------------------------
+
+    def _bucket(self, key: str, rate: float, burst: int, now: float) -> _Bucket:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(rate, burst, now)
+        return bucket
+
+    def bind(self, session: Session, now: float) -> None:
+        """Give the session its address's bucket (at its first message, or on hello its
+        identity's); it keeps using them until :meth:`unbind`."""
+        if session.address_rate is None:
+            b = self.config.budgets
+            bucket = self._bucket(
+                "a:" + session.address, b.address_messages_per_second, b.address_burst, now
+            )
+            bucket.users += 1
+            session.address_rate = bucket
+        if session.player_id is not None and session.rate is None:
+            limits = self.config.limits
+            bucket = self._bucket(
+                "i:" + session.player_id, limits.messages_per_second, limits.burst, now
+            )
+            bucket.users += 1
+            session.rate = bucket
+
+    def unbind(self, session: Session) -> None:
+        """The connection is gone: its buckets may be forgotten once full."""
+        for bucket in (session.rate, session.address_rate):
+            if isinstance(bucket, _Bucket):
+                bucket.users -= 1
+        session.rate = session.address_rate = None
+
+    def take(
+        self, session: Session, now: float, cost: int = 1, *, count: bool = True
+    ) -> float | None:
+        """Take ``cost`` messages from the session's rates; None if taken, else the
+        seconds until they would be (nothing is taken then, and with ``count`` the refusal
+        counts against the connection)."""
+        own = session.rate if session.rate is not None else session.limiter
+        shared = session.address_rate
+        waits = [own.wait(now, cost)]
+        if shared is not None:
+            waits.append(shared.wait(now, cost))
+        wait = max(waits)
+        if wait > 0:
+            if count:
+                session.limiter.violations += 1
+            return wait
+        own.take(now, cost)
+        if shared is not None:
+            shared.take(now, cost)
+        return None
+
+    def prune(self, now: float) -> int:
+        """Forget the buckets no connection uses that are full again; how many went."""
+        gone = [k for k, b in self._buckets.items() if b.users <= 0 and b.full(now)]
+        for key in gone:
+            del self._buckets[key]
+        return len(gone)
+
+    # -- counted budgets -----------------------------------------------------------------
+
+    async def spend(
+        self, session: Session, budgets: tuple[Budget, ...], now_ms: int, *, force: bool = False
+    ) -> None:
+        """Spend one of each budget, all or none; raise OVER_BUDGET if one is spent.
+
+        With ``force`` the budgets are spent even past their end (a leave is never
+        refused, but it counts against the next join).
+        """
+        keys = [(b.key(session), b.count, b.period_s) for b in budgets]
+        refused = await self.backend.spend(keys, now_ms, force=force)
+        if refused is None:
+            return
+        index, retry_after = refused
+        budget = budgets[index]
+        whose = "this address" if budget.subject == "address" else "you"
+        raise ProtocolError(
+            ErrorCode.OVER_BUDGET,
+            f"{whose} {'has' if budget.subject == 'address' else 'have'} {budget.describe} "
+            f"allowed for now: try again in {math.ceil(retry_after)} s",
+            reason=budget.name,
+            retry_after=retry_after,
+        )
+
+    # -- connections and rooms per address -----------------------------------------------
+
+    def room_cap(self) -> int:
+        """How many rooms the connections of one address may hold on this node."""
+        share = self.config.budgets.room_share_per_address * self.config.max_rooms_per_node
+        return max(MIN_ROOMS_PER_ADDRESS, int(share))
+
+    def check_room(self, session: Session, code: str | None) -> None:
+        """Refuse a room the session's address would hold past its share of the node's."""
+        held = self._rooms.get(session.address)
+        if held is None or (code is not None and code in held):
+            return
+        if len(held) >= self.room_cap():
+            raise ProtocolError(
+                ErrorCode.OVER_BUDGET,
+                "this address holds all the rooms it may on this server: leave one first",
+                reason="room_share_per_address",
+                retry_after=None,
+            )
+
+    def hold(self, session: Session, code: str) -> None:
+        """A connection of the session's address is a member of the room here."""
+        self._rooms.setdefault(session.address, Counter())[code] += 1
+
+    def release(self, session: Session, code: str) -> None:
+        """That connection is no longer a member of it."""
+        held = self._rooms.get(session.address)
+        if held is None:
+            return
+        held[code] -= 1
+        if held[code] <= 0:
+            del held[code]
+        if not held:
+            del self._rooms[session.address]
