@@ -15,8 +15,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from ..protocol import SUBPROTOCOLS, RateLimiter, codec_for
+from ..protocol import SUBPROTOCOLS, CloseCode, ErrorCode, RateLimiter, codec_for
 from .backends import Backend, BackendUnavailable, EmbeddedBackend
+from .budgets import client_key, forwarded_client
 from .config import ServerConfig
 from .connection import Connection, Cork
 from .http import HttpEndpoints
@@ -172,6 +173,7 @@ class SolraceServer:
             closing = True
             self.node.spawn(ws.close(code, reason))
 
+        address = self._client_address(ws)
         session = Session(
             conn_id,
             codec,
@@ -179,7 +181,23 @@ class SolraceServer:
             ws.push,
             close,
             RateLimiter(limits.messages_per_second, limits.burst, time.monotonic()),
+            address,
         )
+        guard = self.node.guard
+        if guard.connections[address] >= self.config.budgets.connections_per_address:
+            # Said in a frame too, with its budget's name, before the close.
+            ws.start_reading(None)
+            await self.node.error(
+                session,
+                None,
+                ErrorCode.OVER_BUDGET,
+                "too many connections from your address: close one first",
+                reason="connections_per_address",
+                retry_after=1.0,
+            )
+            await ws.close(CloseCode.TRY_AGAIN_LATER, "too many connections from your address")
+            return
+        guard.connections[address] += 1
         metrics = self.node.metrics
         metrics.connections.inc()
 
@@ -201,7 +219,18 @@ class SolraceServer:
         finally:
             ws.take = None
             metrics.connections.dec()
+            guard.connections[address] -= 1
+            if guard.connections[address] <= 0:
+                del guard.connections[address]
             await self.node.disconnected(session)
+
+    def _client_address(self, ws: Connection) -> str:
+        """The key of the client's address: the peer's, or a trusted proxy's word for it."""
+        peer = ws.remote_address[0] if ws.remote_address else ""
+        headers = ws.request.headers if ws.request is not None else None
+        forwarded = ",".join(headers.get_all("X-Forwarded-For")) if headers else None
+        real_ip = headers.get("X-Real-IP") if headers else None
+        return client_key(forwarded_client(peer, forwarded, real_ip, self.config.trusted_proxies))
 
 
 async def run(config: ServerConfig) -> None:

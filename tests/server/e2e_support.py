@@ -196,15 +196,31 @@ class RawClient:
 
     @classmethod
     async def open(
-        cls, url: str, *, subprotocol: str = MSGPACK_SUBPROTOCOL, name: str | None = "raw"
+        cls,
+        url: str,
+        *,
+        subprotocol: str = MSGPACK_SUBPROTOCOL,
+        name: str | None = "raw",
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> RawClient:
-        """Connect and, with a ``name``, say hello."""
+        """Connect (with extra ``headers``, say a proxy's) and, with a ``name`` or a
+        ``token``, say hello."""
         ws = await connect(
-            url, subprotocols=[Subprotocol(subprotocol)], compression=None, max_size=None
+            url,
+            subprotocols=[Subprotocol(subprotocol)],
+            compression=None,
+            max_size=None,
+            additional_headers=headers,
         )
         raw = cls(ws)
-        if name is not None:
-            welcome = await raw.request({"type": "hello", "name": name})
+        if name is not None or token is not None:
+            hello = (
+                {"type": "hello", "name": name}
+                if token is None
+                else {"type": "hello", "token": token}
+            )
+            welcome = await raw.request(hello)
             assert welcome["type"] == "welcome", welcome
             raw.player_id, raw.token = welcome["player_id"], welcome["token"]
         return raw

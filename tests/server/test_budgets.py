@@ -1,0 +1,247 @@
+"""Budgets per identity and per client address hold across connections and identities.
+
+The clients of a test all come from 127.0.0.1; to play clients at other addresses, the
+node trusts 127.0.0.1 as a proxy and each raw client sends the ``X-Real-IP`` a proxy
+would. Counted budgets go through the store, so each runs on both backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
+from e2e_support import RawClient
+from websockets.exceptions import ConnectionClosed
+
+from solrace.server.budgets import client_key, forwarded_client
+
+PROXIED = ("127.0.0.1",)
+ATTACKER = "203.0.113.7"
+NEIGHBOUR = "198.51.100.9"
+
+
+def at(address: str) -> dict[str, str]:
+    """The header a trusted proxy adds for a client at ``address``."""
+    return {"X-Real-IP": address}
+
+
+async def serve(start_server: ServerFactory, **budgets: Any) -> RunningServer:
+    return await start_server(budgets=replace(LOOSE_BUDGETS, **budgets), trusted_proxies=PROXIED)
+
+
+async def create(raw: RawClient) -> dict[str, Any]:
+    return await raw.request({"type": "create_room", "variant": "canfield"})
+
+
+def refused(reply: dict[str, Any], reason: str) -> bool:
+    return (
+        reply["type"] == "error"
+        and reply["code"] == "over_budget"
+        and reply["reason"] == reason
+        and reply["retry_after"] > 0
+    )
+
+
+# -- addresses -----------------------------------------------------------------------------
+
+
+def test_an_ipv6_address_counts_by_its_64_and_a_mapped_ipv4_as_itself() -> None:
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:bbbb::9")
+    assert client_key("2001:db8:1:2::1") != client_key("2001:db8:1:3::1")
+    assert client_key("::ffff:192.0.2.1") == "192.0.2.1"
+    assert client_key("192.0.2.1") == "192.0.2.1"
+
+
+def test_only_a_trusted_proxy_is_believed_about_the_client() -> None:
+    trusted = ("10.0.0.0/8",)
+    assert forwarded_client("10.1.2.3", None, "192.0.2.5", trusted) == "192.0.2.5"
+    # X-Forwarded-For: the right-most hop that is not itself a trusted proxy.
+    assert forwarded_client("10.1.2.3", "6.6.6.6, 192.0.2.5, 10.9.9.9", None, trusted) == (
+        "192.0.2.5"
+    )
+    # Anyone else is taken at its own address, whatever it says.
+    assert forwarded_client("192.0.2.99", "6.6.6.6", "6.6.6.6", trusted) == "192.0.2.99"
+    assert forwarded_client("10.1.2.3", "not an address", "nor this", trusted) == "10.1.2.3"
+    assert forwarded_client("10.1.2.3", None, "6.6.6.6", ()) == "10.1.2.3"
+
+
+async def test_an_untrusted_peer_cannot_pass_for_new_addresses(
+    start_server: ServerFactory,
+) -> None:
+    server = await start_server(budgets=replace(LOOSE_BUDGETS, identities_per_hour=2))
+    for n in range(2):
+        await RawClient.open(server.url, name=f"p{n}", headers=at(f"192.0.2.{n}"))
+    raw = await RawClient.open(server.url, name=None, headers=at("192.0.2.77"))
+    reply = await raw.request({"type": "hello", "name": "third"})
+    assert refused(reply, "identities_per_hour"), reply
+
+
+# -- counted budgets -----------------------------------------------------------------------
+
+
+async def test_a_reconnect_renews_no_budget(start_server: ServerFactory) -> None:
+    server = await serve(start_server, rooms_per_hour=2)
+    first = await RawClient.open(server.url, name="ann", headers=at(ATTACKER))
+    for _ in range(2):
+        assert (await create(first))["type"] == "room"
+        assert (await first.request({"type": "leave_room"}))["type"] == "ok"
+    await first.close()
+    again = await RawClient.open(server.url, token=first.token, headers=at(ATTACKER))
+    reply = await create(again)
+    assert refused(reply, "rooms_per_hour"), reply
+    assert 0 < reply["retry_after"] <= 3600 / 2
+
+
+async def test_fresh_identities_from_one_address_share_its_budget(
+    start_server: ServerFactory,
+) -> None:
+    server = await serve(start_server, address_rooms_per_hour=3)
+    for n in range(3):
+        raw = await RawClient.open(server.url, name=f"a{n}", headers=at(ATTACKER))
+        assert (await create(raw))["type"] == "room"
+    fresh = await RawClient.open(server.url, name="a3", headers=at(ATTACKER))
+    assert refused(await create(fresh), "address_rooms_per_hour")
+    other = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
+    assert (await create(other))["type"] == "room"
+
+
+async def test_identities_made_from_one_address_are_bounded(start_server: ServerFactory) -> None:
+    server = await serve(start_server, identities_per_hour=3)
+    made = [await RawClient.open(server.url, name=f"m{n}", headers=at(ATTACKER)) for n in range(3)]
+    raw = await RawClient.open(server.url, name=None, headers=at(ATTACKER))
+    reply = await raw.request({"type": "hello", "name": "one too many"})
+    assert refused(reply, "identities_per_hour"), reply
+    assert "id" in reply
+    # A known identity comes back all the same, and another address makes its own.
+    back = await RawClient.open(server.url, token=made[0].token, headers=at(ATTACKER))
+    assert back.player_id == made[0].player_id
+    await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
+
+
+async def test_joins_are_bounded_and_a_leave_is_never_refused(
+    start_server: ServerFactory,
+) -> None:
+    server = await serve(start_server, joins_per_minute=4)
+    host = await RawClient.open(server.url, name="host", headers=at(NEIGHBOUR))
+    code = (await create(host))["room"]["code"]
+    churn = await RawClient.open(server.url, name="churn", headers=at(ATTACKER))
+    replies = []
+    for _ in range(4):
+        joined = await churn.request({"type": "join_room", "code": code, "role": "spectator"})
+        replies.append(joined["type"])
+        if joined["type"] == "room":
+            left = await churn.request({"type": "leave_room"})
+            assert left["type"] == "ok", left  # never refused, but counted
+    # Four joins and leaves spend the budget: the third join is refused.
+    assert replies[:2] == ["room", "room"] and "error" in replies, replies
+    last = await churn.request({"type": "join_room", "code": code, "role": "spectator"})
+    assert refused(last, "joins_per_minute"), last
+
+
+async def test_daily_starts_are_bounded(start_server: ServerFactory) -> None:
+    server = await serve(start_server, daily_starts_per_day=2)
+    raw = await RawClient.open(server.url, name="daily", headers=at(ATTACKER))
+    for _ in range(2):
+        started = await raw.request({"type": "daily", "variant": "rainbow-canfield"})
+        assert started["type"] == "room", started
+        assert (await raw.request({"type": "resign"}))["type"] == "ok"
+        await raw.recv(lambda f: f.get("type") == "race_over")
+    third = await raw.request({"type": "daily", "variant": "rainbow-canfield"})
+    assert refused(third, "daily_starts_per_day"), third
+
+
+# -- what an address holds -----------------------------------------------------------------
+
+
+async def test_an_address_holds_at_most_its_share_of_a_nodes_rooms(
+    start_server: ServerFactory,
+) -> None:
+    server = await start_server(
+        budgets=replace(LOOSE_BUDGETS, room_share_per_address=0.25),
+        trusted_proxies=PROXIED,
+        max_rooms_per_node=40,
+    )
+    holders = []
+    for n in range(10):  # a quarter of 40
+        raw = await RawClient.open(server.url, name=f"h{n}", headers=at(ATTACKER))
+        assert (await create(raw))["type"] == "room"
+        holders.append(raw)
+    one_more = await RawClient.open(server.url, name="h10", headers=at(ATTACKER))
+    assert (await create(one_more))["code"] == "over_budget"
+    other = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
+    assert (await create(other))["type"] == "room"
+    # Holding is being there: once one of them leaves, the address may hold one more.
+    await holders[0].close()
+    async with asyncio.timeout(TIMEOUT):
+        while (await create(one_more))["type"] != "room":
+            await asyncio.sleep(0.05)
+
+
+async def test_two_thousand_rooms_from_one_address_leave_room_for_everyone_else(
+    start_server: ServerFactory,
+) -> None:
+    # The node's own defaults, but for the proxy that lets a test be two addresses.
+    server = await start_server(
+        budgets=replace(server_defaults(), members_interval_s=0.0), trusted_proxies=PROXIED
+    )
+    made = 0
+
+    async def attempt(n: int) -> None:
+        nonlocal made
+        raw = await RawClient.open(server.url, name=None, headers=at(ATTACKER))
+        try:
+            hello = await raw.request({"type": "hello", "name": f"x{n}"})
+            if hello["type"] == "welcome" and (await create(raw))["type"] == "room":
+                made += 1
+        finally:
+            await raw.close()
+
+    for start in range(0, 2000, 32):  # fewer at once than an address may connect
+        await asyncio.gather(*(attempt(n) for n in range(start, min(start + 32, 2000))))
+    assert made <= server.config.budgets.identities_per_hour
+    other = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
+    assert (await create(other))["type"] == "room"
+
+
+def server_defaults() -> Any:
+    from solrace.server import ServerConfig
+
+    return ServerConfig().budgets
+
+
+async def test_too_many_connections_from_one_address_are_refused(
+    start_server: ServerFactory,
+) -> None:
+    server = await serve(start_server, connections_per_address=3)
+    kept = [await RawClient.open(server.url, name=None, headers=at(ATTACKER)) for _ in range(3)]
+    extra = await RawClient.open(server.url, name=None, headers=at(ATTACKER))
+    error = await extra.recv(lambda f: f.get("type") == "error")
+    assert refused(error, "connections_per_address"), error
+    assert await extra.closed() == 1013
+    with pytest.raises(ConnectionClosed):
+        await extra.ws.send(b"\x80")
+    await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
+    await kept[0].close()
+    async with asyncio.timeout(TIMEOUT):
+        while True:  # the closed one is counted out
+            again = await RawClient.open(server.url, name=None, headers=at(ATTACKER))
+            reply = await again.request({"type": "ping"})
+            if reply["type"] == "pong":
+                break
+            await asyncio.sleep(0.05)
+
+
+async def test_an_address_shares_one_message_rate_over_its_identities(
+    start_server: ServerFactory,
+) -> None:
+    server = await serve(start_server, address_messages_per_second=1.0, address_burst=6)
+    one = await RawClient.open(server.url, name="one", headers=at(ATTACKER))
+    two = await RawClient.open(server.url, name="two", headers=at(ATTACKER))
+    replies = [await (one if n % 2 else two).request({"type": "ping"}) for n in range(6)]
+    limited = [r for r in replies if r.get("code") == "rate_limited"]
+    assert limited and all(0 < r["retry_after"] <= 1.5 for r in limited), replies
+    other = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
+    assert (await other.request({"type": "ping"}))["type"] == "pong"
