@@ -56,11 +56,35 @@ def _frame_size(frame: bytes | str) -> int:
 
 
 def _request_id(data: dict[str, Any]) -> int | None:
-    """The frame's ``id`` if it is an integer (so an error can echo it), else None."""
+    """The frame's ``id`` if it is one a request may carry (so an error can echo it), else None."""
     request_id = data.get("id")
-    if isinstance(request_id, int) and not isinstance(request_id, bool):
+    if type(request_id) is int and 0 <= request_id <= MAX_INT:
         return request_id
     return None
+
+
+class _LongNumber:
+    """A JSON integer of more digits than any number of the protocol (20, for 2^64 − 1).
+
+    It stands for the number in parsed data and fails every check, so a 4,000-digit integer
+    is refused as a bad field without the quadratic cost of turning it into an ``int``.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<a number too long>"
+
+
+_LONG_NUMBER = _LongNumber()
+_MAX_DIGITS = len(str(2**64 - 1))
+
+
+def _parse_int(text: str) -> Any:
+    """A JSON integer's value, or :data:`_LONG_NUMBER` if it has too many digits to be one."""
+    if len(text) > _MAX_DIGITS + 1:  # a minus sign is the one other character an integer has
+        return _LONG_NUMBER
+    return int(text)
 
 
 def _check_value(name: str, kind: str, value: Any, limits: Limits) -> None:
@@ -139,6 +163,10 @@ class Codec:
         try:
             if not _depth_ok(data, self.limits.max_depth):
                 raise ProtocolError(ErrorCode.MALFORMED_FRAME, "the frame is nested too deeply")
+            if request_id is None and "id" in data:
+                raise ProtocolError(
+                    ErrorCode.BAD_FIELD, "field 'id' must be a whole number from 0 to 2^53 - 1"
+                )
             return self._build(data)
         except ProtocolError as error:
             error.request_id = request_id
@@ -221,6 +249,10 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
+# One decoder, kept: json.loads with arguments makes a new one per call.
+_JSON_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_parse_int)
+
+
 class JsonCodec(Codec):
     """``solrace.v1.json``: text frames, one JSON object each."""
 
@@ -232,7 +264,7 @@ class JsonCodec(Codec):
         if isinstance(frame, bytes):
             raise ProtocolError(ErrorCode.MALFORMED_FRAME, "this subprotocol sends text frames")
         try:
-            data = json.loads(frame, parse_constant=_no_constant)
+            data = _JSON_DECODER.decode(frame)
         except (ValueError, RecursionError) as error:
             raise ProtocolError(
                 ErrorCode.MALFORMED_FRAME, f"not a valid JSON frame: {error}"

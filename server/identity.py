@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from ..protocol import ErrorCode, Hello, ProtocolError, RoomSnapshot, Welcome
+from . import names
 from . import room as rooms
 
 if TYPE_CHECKING:
@@ -47,14 +48,15 @@ def verify_token(secret: bytes, token: str) -> str | None:
 
 
 def check_name(name: str, max_len: int) -> str:
-    """The display name, trimmed; raise ProtocolError(BAD_NAME) if it is empty, long or odd."""
+    """The display name, NFKC-normalised and trimmed; raise ProtocolError(BAD_NAME) if it is
+    empty, long, invisible or odd (the rules: :func:`.names.name_problem`)."""
     cleaned = " ".join(name.split())
-    if not cleaned:
-        raise ProtocolError(ErrorCode.BAD_NAME, "a display name cannot be empty")
-    if len(cleaned) > max_len:
+    if names.longer_than(cleaned, 4 * max_len):  # far too long: spare normalising it
         raise ProtocolError(ErrorCode.BAD_NAME, f"a display name has at most {max_len} characters")
-    if any(unicodedata.category(ch).startswith("C") for ch in cleaned):
-        raise ProtocolError(ErrorCode.BAD_NAME, "a display name cannot hold control characters")
+    cleaned = " ".join(unicodedata.normalize("NFKC", cleaned).split())
+    problem = names.name_problem(cleaned, max_len)
+    if problem is not None:
+        raise ProtocolError(ErrorCode.BAD_NAME, problem)
     return cleaned
 
 

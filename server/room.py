@@ -36,6 +36,7 @@ from ..protocol import (
     RaceOver,
     RaceStarted,
 )
+from .names import MAX_NAME_LEN, shown_name
 
 __all__ = [
     "DONE",
@@ -304,8 +305,17 @@ def create(code: str, settings: Settings, host_id: str, host_name: str) -> Outco
     return _emit(room, _members)
 
 
-def join(room: Room, player_id: str, name: str, role: Role, *, max_spectators: int) -> Outcome:
-    """Add a member; a player only before a race (in the lobby or after one)."""
+def join(
+    room: Room,
+    player_id: str,
+    name: str,
+    role: Role,
+    *,
+    max_spectators: int,
+    max_name_len: int = MAX_NAME_LEN,
+) -> Outcome:
+    """Add a member; a player only before a race (in the lobby or after one). A name that
+    looks like another member's is shown with a number: ``alice (2)``."""
     if player_id in room.members:
         member = room.members[player_id]
         if member.role is role:
@@ -325,6 +335,7 @@ def join(room: Room, player_id: str, name: str, role: Role, *, max_spectators: i
         if spectators >= max_spectators:
             raise _fail(ErrorCode.ROOM_FULL, f"the room has {max_spectators} spectators")
     members = dict(room.members)
+    name = shown_name(name, [m.name for m in room.members.values()], max_name_len)
     members[player_id] = Member(player_id, name, role)
     host = room.host if room.host is not None or role is Role.SPECTATOR else player_id
     return _emit(replace(room, members=members, host=host), _members)
@@ -377,14 +388,25 @@ def leave(room: Room, player_id: str, now_ms: int) -> Outcome:
 
 
 def set_connected(
-    room: Room, player_id: str, connected: bool, now_ms: int, name: str | None = None
+    room: Room,
+    player_id: str,
+    connected: bool,
+    now_ms: int,
+    name: str | None = None,
+    *,
+    max_name_len: int = MAX_NAME_LEN,
 ) -> Outcome:
     """Mark a member connected or dropped (a dropped player may resume within the grace);
-    a member who comes back under a new ``name`` is shown under it."""
+    a member who comes back under a new ``name`` is shown under it (numbered, as by
+    :func:`join`, if another member's looks the same)."""
     member = room.members.get(player_id)
     if member is None:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
-    name = name or member.name
+    if name:
+        others = [m.name for p, m in room.members.items() if p != player_id]
+        name = shown_name(name, others, max_name_len, keep=member.name)
+    else:
+        name = member.name
     if member.connected == connected and member.name == name:
         return Outcome(room)
     members = dict(room.members)

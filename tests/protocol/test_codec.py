@@ -330,8 +330,9 @@ def test_an_id_that_is_not_an_integer_is_not_echoed(codec: Codec, value: Any) ->
 
 
 @pytest.mark.parametrize("value", [-1, MAX_INT + 1])
-def test_an_integer_id_out_of_range_is_refused_but_echoed(codec: Codec, value: int) -> None:
-    check(codec, raw(codec, {"type": "ping", "id": value}), ErrorCode.BAD_FIELD, value)
+def test_an_integer_id_out_of_range_is_refused_and_not_echoed(codec: Codec, value: int) -> None:
+    error = check(codec, raw(codec, {"type": "ping", "id": value}), ErrorCode.BAD_FIELD, None)
+    assert "'id'" in error.message
 
 
 def test_integer_bounds_are_inclusive(codec: Codec) -> None:
