@@ -274,7 +274,8 @@ class Client:
         if isinstance(seq, int):
             if seq <= self.seq:
                 return
-            if seq > self.seq + 1 and self.room is not None:
+            since = data.get("since", seq)  # a members event may stand for a run of them
+            if seq > self.seq + 1 and self.room is not None and since > self.seq + 1:
                 task = asyncio.ensure_future(self._quiet_sync())
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)

@@ -124,8 +124,12 @@ class RoomCommands:
         self.check_capacity(session, code)
         await node.guard.spend(session, node.guard.joins, node.now_ms())
         limit = node.config.max_spectators_per_room
+        longest = node.config.limits.max_name_len
         outcome = await node.backend.update_room(
-            code, lambda r: rooms.join(r, player_id, session.name, role, max_spectators=limit)
+            code,
+            lambda r: rooms.join(
+                r, player_id, session.name, role, max_spectators=limit, max_name_len=longest
+            ),
         )
         assert outcome.room is not None
         await node.attach(session, outcome.room, role)

@@ -9,6 +9,7 @@ node read the room's record again first.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +98,7 @@ class FanOut:
         held = self.node.held.get(code)
         if held is None or held.closed:
             return
-        if event["type"] == "progress" and held.queue.empty() and not held.fanning:
+        if event["type"] == "progress" and not held.events and not held.fanning:
             # Nothing of the room's waits to go out before it, and a progress event
             # needs no await: it goes out now, without a pass through the room's task.
             try:
@@ -105,7 +106,7 @@ class FanOut:
             except Exception:
                 log.exception("fan_out_failed", event="progress", room=code)
             return
-        held.queue.put_nowait(event)
+        held.put(event)
 
     def on_resync(self, codes: list[str]) -> None:
         """The events of these rooms may have been lost: send their members snapshots."""
@@ -116,7 +117,11 @@ class FanOut:
         """The room's task: send its queued events out, one at a time, in order."""
         structlog.contextvars.bind_contextvars(room=held.code)
         while not held.closed:
-            event = await held.queue.get()
+            if not held.events:
+                held.wake.clear()
+                await held.wake.wait()
+                continue
+            event = held.events.popleft()
             held.fanning = True
             try:
                 await self._fan_out(held, event)
@@ -131,6 +136,8 @@ class FanOut:
             return
         node = self.node
         kind = event["type"]
+        if kind == "members":
+            event = await self._coalesced(held, event)
         if kind in STATE_EVENTS:
             room = await node.backend.load_room(held.code)
             if room is None:
@@ -150,6 +157,27 @@ class FanOut:
             self._progress(held, event)
             return
         self._deliver(held, event, event)
+
+    async def _coalesced(self, held: LocalRoom, event: dict[str, Any]) -> dict[str, Any]:
+        """The members event to send now: this one, or the last of a run of them.
+
+        A room sends its members at most once per ``members_interval_s``: one that comes
+        sooner waits (the room's later events wait behind it, so that they keep their
+        order), and members events queued right behind it meanwhile are folded into the
+        last of them, which then says ``since``: the first ``seq`` it stands for (the
+        events in between were members events only, each made out of date by it).
+        """
+        loop = asyncio.get_running_loop()
+        wait = held.members_at + self.node.config.budgets.members_interval_s - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        first = event
+        while held.events and held.events[0].get("type") == "members":
+            event = held.events.popleft()
+        held.members_at = loop.time()
+        if event is not first:
+            event = {**event, "since": first["seq"]}
+        return event
 
     async def _drop_gone(self, held: LocalRoom, room: Room) -> None:
         """Local sessions whose member the room no longer has are no longer in it."""

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+import time
 import unicodedata
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,7 @@ class Identity:
                 await backend.save_player(player_id, name)
         else:
             name = check_name(req.name or "", max_len)
+            await node.guard.spend(session, node.guard.identities, node.now_ms())
             player_id = new_player_id()
             await backend.save_player(player_id, name)
         old = node.sessions.get(player_id)
@@ -92,6 +94,7 @@ class Identity:
             node.spawn(old.close(4001, "connected again elsewhere"))
         session.player_id, session.name = player_id, name
         session.legal = req.legal_moves
+        node.guard.bind(session, time.monotonic())  # the identity's own message rate
         node.sessions[player_id] = session
         structlog.contextvars.bind_contextvars(player=player_id)
         token = sign_token(node.secret, player_id)
@@ -107,7 +110,10 @@ class Identity:
             Welcome(req.id, player_id, name, token, room=room.code, server=node.server_info)
         )
         outcome = await backend.update_room(
-            room.code, lambda r: rooms.set_connected(r, player_id, True, node.now_ms(), name)
+            room.code,
+            lambda r: rooms.set_connected(
+                r, player_id, True, node.now_ms(), name, max_name_len=max_len
+            ),
         )
         await node.fanout.publish(room.code, outcome)
         await session.reply(RoomSnapshot(None, await node.commands.snapshot(session)))

@@ -14,6 +14,8 @@ race ends.
 from __future__ import annotations
 
 import asyncio
+import math
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..engine import Game, new_game, spectator_view
@@ -32,13 +34,14 @@ class LocalRoom:
         "armed",
         "closed",
         "code",
+        "events",
         "fanning",
         "games",
         "lock",
         "members",
+        "members_at",
         "opened",
         "pending",
-        "queue",
         "race",
         "record",
         "report_timer",
@@ -48,6 +51,7 @@ class LocalRoom:
         "task",
         "timer",
         "unsaved",
+        "wake",
     )
 
     def __init__(self, code: str, record: Room) -> None:
@@ -55,7 +59,9 @@ class LocalRoom:
         self.lock = asyncio.Lock()  # held while the room is made ready or torn down
         self.members: set[Session] = set()
         self.record = record
-        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: deque[dict[str, Any]] = deque()  # waiting for the room's task
+        self.wake = asyncio.Event()  # set when an event is put in ``events``
+        self.members_at = -math.inf  # loop time of the last members event sent here
         self.task: asyncio.Task[None] | None = None
         self.fanning = False  # the task is sending an event out
         self.timer: asyncio.TimerHandle | None = None
@@ -136,6 +142,11 @@ class LocalRoom:
         self.pending = {}
         self.reported_at = now
         return waiting
+
+    def put(self, event: dict[str, Any]) -> None:
+        """Queue an event for the room's task."""
+        self.events.append(event)
+        self.wake.set()
 
     def close(self) -> None:
         """Stop the timers and the task (unless the task is the caller, which then ends)."""

@@ -380,7 +380,9 @@ function onFrame(data) {
   }
   if (!state.room || data.room !== state.room.code || typeof data.seq !== "number") return;
   if (data.seq <= state.seq) return;
-  const gap = data.seq > state.seq + 1;
+  // A members event may stand for a run of them (`since`: the first): then none was lost.
+  const since = typeof data.since === "number" ? data.since : data.seq;
+  const gap = data.seq > state.seq + 1 && since > state.seq + 1;
   state.seq = data.seq;
   const handler = EVENTS[data.type];
   if (handler) handler(data);

@@ -245,3 +245,35 @@ async def test_an_address_shares_one_message_rate_over_its_identities(
     assert limited and all(0 < r["retry_after"] <= 1.5 for r in limited), replies
     other = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
     assert (await other.request({"type": "ping"}))["type"] == "pong"
+
+
+# -- a churning room -----------------------------------------------------------------------
+
+
+async def test_members_of_a_churning_room_are_sent_as_the_latest_list(
+    start_server: ServerFactory,
+) -> None:
+    server = await serve(start_server, members_interval_s=0.5)
+    host = await RawClient.open(server.url, name="host", headers=at(NEIGHBOUR))
+    room = (await create(host))["room"]
+    churn = await RawClient.open(server.url, name="churn", headers=at(ATTACKER))
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    for _ in range(20):
+        await churn.request({"type": "join_room", "code": room["code"], "role": "spectator"})
+        await churn.request({"type": "leave_room"})
+    took = loop.time() - began
+    # The host hears the room as it ends: only itself.
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            event = await host.recv(lambda f: f.get("type") == "members")
+            if [m["name"] for m in event["members"]] == ["host"] and event["seq"] >= 41:
+                break
+    events = [f for f in host.frames if f.get("type") == "members"]
+    assert len(events) <= 2 + (took + 1) / 0.5, [e["seq"] for e in events]
+    # Nothing was lost: each event follows the last one seen, or says what it stands for.
+    seen = room["seq"]
+    for item in events:
+        assert item.get("since", item["seq"]) <= seen + 1, (seen, item)
+        seen = item["seq"]
+    assert seen == 41  # 20 joins and 20 leaves after the room's first event
