@@ -57,6 +57,8 @@ class ServerError(Exception):
         self.message: str = reply.get("message", "")
         self.reason: str | None = reply.get("reason")
         self.rev: int | None = reply.get("rev")
+        self.retry_after: float | None = reply.get("retry_after")
+        """Seconds until the server would take the request (over a budget or a rate)."""
 
 
 class ClientClosed(Exception):
@@ -341,7 +343,8 @@ class Client:
                 reply = await self._round_trip(request)
                 if reply.get("type") != "error" or reply.get("code") != "rate_limited":
                     break
-                await asyncio.sleep(pause)
+                # The server says when it would take it; wait at least that long.
+                await asyncio.sleep(max(pause, float(reply.get("retry_after") or 0)))
                 pause = min(pause * 2, 2.0)
         if reply.get("type") == "error":
             raise ServerError(reply)

@@ -58,6 +58,9 @@ log = structlog.get_logger("solrace.server")
 HEAVY = frozenset({GetLeaderboard})
 """Requests that read the store at length: they count as ``heavy_request_cost`` messages."""
 
+PRUNE_INTERVAL_S = 30.0
+"""How often a node forgets the message-rate buckets it no longer needs."""
+
 ALIVE_INTERVAL_S = 1.0
 """How often a node that owns its storage notes that it runs (a restart measures its
 downtime from the last note)."""
@@ -85,6 +88,7 @@ class Node:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._later: set[asyncio.TimerHandle] = set()
         self._alive: asyncio.TimerHandle | None = None
+        self._pruning: asyncio.TimerHandle | None = None
         self._stopped = False
         self.guard = Guard(self.config, backend)
         self.identity = Identity(self)
@@ -119,6 +123,7 @@ class Node:
         if self.backend.in_process:
             await self.commands.recover()
             self._note_alive()
+        self._prune()
 
     async def stop(self) -> None:
         """Report waiting standings, cancel timers and tasks, then close the backend."""
@@ -133,8 +138,9 @@ class Node:
             await self.moves.save_boards(held)
         for held in list(self.held.values()):
             held.close()
-        if self._alive is not None:
-            self._alive.cancel()
+        for timer in (self._alive, self._pruning):
+            if timer is not None:
+                timer.cancel()
         for timer in self._later:
             timer.cancel()
         for task in self._tasks:
@@ -148,6 +154,11 @@ class Node:
     def stopped(self) -> bool:
         """Whether :meth:`stop` has run."""
         return self._stopped
+
+    def _prune(self) -> None:
+        """Forget message-rate buckets no connection uses that are full again."""
+        self.guard.prune(time.monotonic())
+        self._pruning = asyncio.get_running_loop().call_later(PRUNE_INTERVAL_S, self._prune)
 
     def _note_alive(self) -> None:
         try:

@@ -277,3 +277,36 @@ async def test_members_of_a_churning_room_are_sent_as_the_latest_list(
         assert item.get("since", item["seq"]) <= seen + 1, (seen, item)
         seen = item["seq"]
     assert seen == 41  # 20 joins and 20 leaves after the room's first event
+
+
+def test_a_rate_is_forgotten_only_once_unused_and_full_again() -> None:
+    from solrace.protocol import MsgpackCodec, RateLimiter
+    from solrace.server import ServerConfig
+    from solrace.server.budgets import Guard
+    from solrace.server.session import Session
+
+    config = ServerConfig()
+    guard = Guard(config, backend=None)  # type: ignore[arg-type]
+
+    async def nothing(*_: Any) -> None:
+        return None
+
+    def session() -> Session:
+        made = Session("c", MsgpackCodec(), nothing, lambda _: None, nothing, RateLimiter(1, 1, 0))
+        made.player_id = "ann"
+        return made
+
+    first = session()
+    guard.bind(first, now=0.0)
+    assert guard.take(first, 0.0, cost=config.limits.burst) is None  # spent it all
+    guard.unbind(first)
+    # The address's rate is full again (300/s): it goes. The identity's is not: a new one
+    # would renew it, so it stays.
+    assert guard.prune(now=0.5) == 1
+    second = session()
+    guard.bind(second, now=0.5)
+    assert guard.take(second, 0.5) is not None  # the same spent bucket
+    refill = config.limits.burst / config.limits.messages_per_second
+    assert guard.prune(now=refill + 1) == 0  # full again, but in use
+    guard.unbind(second)
+    assert guard.prune(now=refill + 1) == 2  # the identity's and the address's
