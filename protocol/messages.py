@@ -350,6 +350,8 @@ class Members(_Wire):
     host: str | None
     members: list[Data]
     settings: Data
+    closed: str | None = None
+    """Set on the last event of a room an operator closed: why (its members are gone)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,8 +140,12 @@ class FanOut:
             event = await self._coalesced(held, event)
         if kind in STATE_EVENTS:
             room = await node.backend.load_room(held.code)
-            if room is None:
+            if room is None:  # the room is gone (closed): its last event, and it lets go
                 self._deliver(held, event, event)
+                for session in list(held.members):
+                    await node.detach(session)
+                    if session.player_id is not None:
+                        await node.backend.set_player_room(session.player_id, None)
                 return
             room = held.keep(room)
             node.arm(held)

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
     from .node import Node
     from .session import Session
 
-__all__ = ["Identity", "check_name", "new_player_id", "sign_token", "verify_token"]
+__all__ = [
+    "Identity",
+    "check_name",
+    "new_player_id",
+    "sign_token",
+    "token_player",
+    "verify_token",
+]
 
 log = structlog.get_logger("solrace.server")
 
@@ -30,22 +37,37 @@ def new_player_id() -> str:
     return secrets.token_hex(8)
 
 
-def _mac(secret: bytes, player_id: str) -> str:
-    digest = hmac.new(secret, player_id.encode(), hashlib.sha256).digest()[:18]
+def _mac(secret: bytes, player_id: str, gen: int) -> str:
+    signed = player_id if gen == 0 else f"{player_id}:{gen}"
+    digest = hmac.new(secret, signed.encode(), hashlib.sha256).digest()[:18]
     return base64.urlsafe_b64encode(digest).decode()
 
 
-def sign_token(secret: bytes, player_id: str) -> str:
-    """The token that proves ``player_id``: the id and its HMAC-SHA256 under ``secret``."""
-    return f"{player_id}.{_mac(secret, player_id)}"
+def sign_token(secret: bytes, player_id: str, gen: int = 0) -> str:
+    """The token that proves ``player_id``: the id and its HMAC-SHA256 under ``secret``.
+
+    ``gen`` is the identity's token generation: revoking its tokens moves it on, and a
+    token of an earlier generation no longer verifies.
+    """
+    return f"{player_id}.{_mac(secret, player_id, gen)}"
 
 
-def verify_token(secret: bytes, token: str) -> str | None:
-    """The player id a token proves, or None if it is forged or malformed."""
+def token_player(token: str) -> str | None:
+    """The player id a token names (not yet verified), or None if it is malformed."""
     player_id, _, mac = token.partition(".")
     if not player_id or not mac or len(player_id) > 64 or not token.isascii():
         return None
-    return player_id if hmac.compare_digest(mac, _mac(secret, player_id)) else None
+    return player_id
+
+
+def verify_token(secret: bytes, token: str, gen: int = 0) -> str | None:
+    """The player id a token proves (of generation ``gen``), or None if it is forged,
+    malformed or of another generation."""
+    player_id = token_player(token)
+    if player_id is None:
+        return None
+    mac = token.partition(".")[2]
+    return player_id if hmac.compare_digest(mac, _mac(secret, player_id, gen)) else None
 
 
 def check_name(name: str, max_len: int) -> str:
@@ -67,6 +89,18 @@ class Identity:
     def __init__(self, node: Node) -> None:
         self.node = node
 
+    async def authenticate(self, token: str) -> tuple[str, str, int] | None:
+        """The player a token proves, with its name and token generation, if the token is
+        of the identity's current generation (not revoked) and the identity is known."""
+        player_id = token_player(token)
+        known = await self.node.backend.player(player_id) if player_id else None
+        if player_id is None or known is None:
+            return None
+        name, gen = known
+        if verify_token(self.node.secret, token, gen) is None:
+            return None
+        return player_id, name, gen
+
     async def hello(self, session: Session, req: Hello) -> None:
         """Identify the connection; a member of a room resumes with a fresh snapshot."""
         node = self.node
@@ -74,11 +108,12 @@ class Identity:
         if session.player_id is not None:
             raise ProtocolError(ErrorCode.ALREADY_IDENTIFIED, "this connection said hello already")
         max_len = node.config.limits.max_name_len
+        gen = 0
         if req.token is not None:
-            player_id = verify_token(node.secret, req.token)
-            name = await backend.player_name(player_id) if player_id else None
-            if player_id is None or name is None:
+            known = await self.authenticate(req.token)
+            if known is None:
                 raise ProtocolError(ErrorCode.BAD_TOKEN, "that token is not valid here")
+            player_id, name, gen = known
             if req.name is not None and check_name(req.name, max_len) != name:
                 name = check_name(req.name, max_len)
                 await backend.save_player(player_id, name)
@@ -87,6 +122,18 @@ class Identity:
             await node.guard.spend(session, node.guard.identities, node.now_ms())
             player_id = new_player_id()
             await backend.save_player(player_id, name)
+        await backend.touch_player(player_id, node.now_ms(), node.config.guest_ttl_s)
+        # The player's connection that dropped may still be leaving its room (a spectator)
+        # or being marked dropped (a player): the two never interleave.
+        async with node.player_lock(player_id):
+            await self._take_over(session, req, player_id, name, gen)
+
+    async def _take_over(
+        self, session: Session, req: Hello, player_id: str, name: str, gen: int
+    ) -> None:
+        node = self.node
+        backend = node.backend
+        max_len = node.config.limits.max_name_len
         old = node.sessions.get(player_id)
         if old is not None and old is not session:
             await node.detach(old)
@@ -97,7 +144,7 @@ class Identity:
         node.guard.bind(session, time.monotonic())  # the identity's own message rate
         node.sessions[player_id] = session
         structlog.contextvars.bind_contextvars(player=player_id)
-        token = sign_token(node.secret, player_id)
+        token = sign_token(node.secret, player_id, gen)
         code = await backend.player_room(player_id)
         room = await backend.load_room(code) if code else None
         if room is None or player_id not in room.members:
@@ -105,15 +152,16 @@ class Identity:
                 await backend.set_player_room(player_id, None)
             await session.reply(Welcome(req.id, player_id, name, token, server=node.server_info))
             return
-        await node.attach(session, room, room.members[player_id].role)
-        await session.reply(
-            Welcome(req.id, player_id, name, token, room=room.code, server=node.server_info)
-        )
         outcome = await backend.update_room(
             room.code,
             lambda r: rooms.set_connected(
                 r, player_id, True, node.now_ms(), name, max_name_len=max_len
             ),
+        )
+        assert outcome.room is not None
+        await node.attach(session, outcome.room, room.members[player_id].role)
+        await session.reply(
+            Welcome(req.id, player_id, name, token, room=room.code, server=node.server_info)
         )
         await node.fanout.publish(room.code, outcome)
         await session.reply(RoomSnapshot(None, await node.commands.snapshot(session)))

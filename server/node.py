@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -38,6 +38,7 @@ from ..protocol import (
     Sync,
 )
 from . import room as rooms
+from .admin import Admin
 from .backends import Backend, BackendUnavailable
 from .budgets import Guard
 from .commands import RoomCommands
@@ -66,6 +67,14 @@ ALIVE_INTERVAL_S = 1.0
 downtime from the last note)."""
 
 
+class _PlayerLock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0  # holding it or waiting for it
+
+
 class Node:
     """A server node on one backend."""
 
@@ -90,7 +99,9 @@ class Node:
         self._alive: asyncio.TimerHandle | None = None
         self._pruning: asyncio.TimerHandle | None = None
         self._stopped = False
+        self._player_locks: dict[str, _PlayerLock] = {}
         self.guard = Guard(self.config, backend)
+        self.admin = Admin(self)
         self.identity = Identity(self)
         self.commands = RoomCommands(self)
         self.moves = MovePath(self)
@@ -120,6 +131,7 @@ class Node:
             self.backend.claim()
         self.secret = await self.backend.secret()
         self.server_info = {"node": await self.backend.node_id(), "boot": self.now_ms()}
+        await self.admin.start()
         if self.backend.in_process:
             await self.commands.recover()
             self._note_alive()
@@ -156,9 +168,21 @@ class Node:
         return self._stopped
 
     def _prune(self) -> None:
-        """Forget message-rate buckets no connection uses that are full again."""
+        """Forget message-rate buckets no connection uses that are full again, and the
+        guests not seen for ``guest_ttl_s`` (where the store does not forget them itself)."""
         self.guard.prune(time.monotonic())
+        self.spawn(self.expire_guests())
         self._pruning = asyncio.get_running_loop().call_later(PRUNE_INTERVAL_S, self._prune)
+
+    async def expire_guests(self) -> int:
+        """Forget the guests not seen for ``guest_ttl_s``; how many went."""
+        try:
+            gone = await self.backend.expire_players(self.now_ms(), self.config.guest_ttl_s)
+        except BackendUnavailable:
+            return 0
+        if gone:
+            log.info("guests_expired", count=gone)
+        return gone
 
     def _note_alive(self) -> None:
         try:
@@ -355,12 +379,36 @@ class Node:
                     del self.held[held.code]
                 self.metrics.rooms.set(len(self.held))
 
+    @contextlib.asynccontextmanager
+    async def player_lock(self, player_id: str) -> AsyncIterator[None]:
+        """Held while a player's connection comes or goes, so that a resume and the drop
+        it follows never interleave (one lock per player, kept while in use)."""
+        entry = self._player_locks.get(player_id)
+        if entry is None:
+            entry = self._player_locks[player_id] = _PlayerLock()
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._player_locks[player_id]
+
+    def player_lock_count(self) -> int:
+        """How many players' connections are coming or going now."""
+        return len(self._player_locks)
+
     async def disconnected(self, session: Session) -> None:
         """A connection closed: spectators leave, players may resume within the grace period."""
         self.guard.unbind(session)
         player_id = session.player_id
         if player_id is None:
             return
+        async with self.player_lock(player_id):
+            await self._gone(session, player_id)
+
+    async def _gone(self, session: Session, player_id: str) -> None:
         if self.sessions.get(player_id) is session:
             del self.sessions[player_id]
         code, role = session.room, session.role

@@ -51,6 +51,7 @@ __all__ = [
     "Settings",
     "Standing",
     "check_variant",
+    "close",
     "create",
     "join",
     "leave",
@@ -417,6 +418,14 @@ def set_connected(
     if player_id in players and players[player_id].name != name:
         players = {**players, player_id: replace(players[player_id], name=name)}
     return _emit(replace(room, members=members, players=players), _members)
+
+
+def close(room: Room, reason: str) -> Outcome:
+    """An operator closes the room: every member is out, a race ends unrecorded, and the
+    last event (members, none left) says why; the record is deleted."""
+    gone = replace(room, members={}, host=None)
+    out = _emit(gone, lambda r, seq: replace(r.members_event(seq), closed=reason))
+    return Outcome(None, out.events)
 
 
 def restarted(room: Room, now_ms: int, downtime_ms: int) -> Outcome:

@@ -59,9 +59,9 @@ class Backend(ABC):
         BackendUnavailable if another node has it."""
         raise NotImplementedError
 
-    async def room_codes(self) -> list[str]:
-        """Every room's code (only where :attr:`in_process`: its node recovers them all
-        after a restart)."""
+    async def room_codes(self, limit: int | None = None) -> list[str]:
+        """The rooms' codes, at most ``limit`` of them (every one where :attr:`in_process`:
+        its node recovers them all after a restart)."""
         raise NotImplementedError
 
     last_alive_ms: int | None = None
@@ -127,8 +127,27 @@ class Backend(ABC):
         """Remember a player's display name."""
 
     @abstractmethod
+    async def player(self, player_id: str) -> tuple[str, int] | None:
+        """A player's display name and token generation, or None for an unknown player."""
+
     async def player_name(self, player_id: str) -> str | None:
         """A player's display name, or None for an unknown player."""
+        known = await self.player(player_id)
+        return None if known is None else known[0]
+
+    @abstractmethod
+    async def revoke_player(self, player_id: str) -> bool:
+        """Move the player's token generation on, so that every token given so far stops
+        working; False for an unknown player."""
+
+    @abstractmethod
+    async def touch_player(self, player_id: str, now_ms: int, ttl_s: float) -> None:
+        """The player was seen now: a guest is forgotten once not seen for ``ttl_s``."""
+
+    async def expire_players(self, now_ms: int, ttl_s: float) -> int:
+        """Forget guests not seen for ``ttl_s`` (where the store does not do it itself);
+        how many went."""
+        return 0
 
     @abstractmethod
     async def set_player_room(self, player_id: str, code: str | None) -> None:

@@ -45,7 +45,9 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
     player_id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
-    room TEXT
+    room TEXT,
+    gen INTEGER NOT NULL DEFAULT 0,
+    seen_ms INTEGER
 );
 CREATE TABLE IF NOT EXISTS rooms (
     code TEXT PRIMARY KEY,
@@ -171,6 +173,11 @@ class EmbeddedBackend(Backend):
         # disk at every commit with the event loop blocked.
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(players)")}
+        for column, kind in (("gen", "INTEGER NOT NULL DEFAULT 0"), ("seen_ms", "INTEGER")):
+            if column not in columns:  # a data directory from before the column
+                db.execute(f"ALTER TABLE players ADD COLUMN {column} {kind}")
+        db.execute("CREATE INDEX IF NOT EXISTS players_seen ON players (seen_ms)")
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         self._node_id = meta.get("node_id") or f"n-{secrets.token_hex(4)}"
         if "node_id" not in meta:
@@ -378,12 +385,33 @@ class EmbeddedBackend(Backend):
             (player_id, name),
         )
 
-    async def player_name(self, player_id: str) -> str | None:
-        """The player's name from SQLite."""
+    async def player(self, player_id: str) -> tuple[str, int] | None:
+        """The player's name and token generation from SQLite."""
         row = self.db.execute(
-            "SELECT name FROM players WHERE player_id = ?", (player_id,)
+            "SELECT name, gen FROM players WHERE player_id = ?", (player_id,)
         ).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else (str(row[0]), int(row[1]))
+
+    async def revoke_player(self, player_id: str) -> bool:
+        """Move the generation on."""
+        cursor = self._write().execute(
+            "UPDATE players SET gen = gen + 1 WHERE player_id = ?", (player_id,)
+        )
+        return cursor.rowcount > 0
+
+    async def touch_player(self, player_id: str, now_ms: int, ttl_s: float) -> None:
+        """Note when the player was seen (:meth:`expire_players` forgets the idle)."""
+        self._write().execute(
+            "UPDATE players SET seen_ms = ? WHERE player_id = ?", (now_ms, player_id)
+        )
+
+    async def expire_players(self, now_ms: int, ttl_s: float) -> int:
+        """Delete the players not seen for ``ttl_s`` who are in no room."""
+        cursor = self._write().execute(
+            "DELETE FROM players WHERE seen_ms < ? AND room IS NULL",
+            (now_ms - int(ttl_s * 1000),),
+        )
+        return cursor.rowcount
 
     async def set_player_room(self, player_id: str, code: str | None) -> None:
         """Remember the player's room."""
@@ -412,9 +440,10 @@ class EmbeddedBackend(Backend):
         """The room from memory."""
         return self._rooms.get(code)
 
-    async def room_codes(self) -> list[str]:
-        """Every room's code."""
-        return list(self._rooms)
+    async def room_codes(self, limit: int | None = None) -> list[str]:
+        """The rooms' codes."""
+        codes = list(self._rooms)
+        return codes if limit is None else codes[:limit]
 
     async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
         """Atomic by construction: nothing awaits between the read and the write."""

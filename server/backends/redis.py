@@ -468,11 +468,26 @@ class RedisBackend(RedisDailyMixin, Backend):
         with self._guard():
             await self._redis.hset(self._player_key(player_id), "name", name)
 
-    async def player_name(self, player_id: str) -> str | None:
-        """The player's name."""
+    async def player(self, player_id: str) -> tuple[str, int] | None:
+        """The player's name and token generation."""
         with self._guard():
-            name = await self._redis.hget(self._player_key(player_id), "name")
-        return _text(name)
+            name, gen = await self._redis.hmget(self._player_key(player_id), ["name", "gen"])
+        text = _text(name)
+        return None if text is None else (text, int(gen or 0))
+
+    async def revoke_player(self, player_id: str) -> bool:
+        """HINCRBY the generation, if the player is known."""
+        key = self._player_key(player_id)
+        with self._guard():
+            if not await self._redis.hexists(key, "name"):
+                return False
+            await self._redis.hincrby(key, "gen", 1)
+        return True
+
+    async def touch_player(self, player_id: str, now_ms: int, ttl_s: float) -> None:
+        """PEXPIRE the player's hash: Redis forgets a guest not seen for ``ttl_s``."""
+        with self._guard():
+            await self._redis.pexpire(self._player_key(player_id), int(ttl_s * 1000))
 
     async def set_player_room(self, player_id: str, code: str | None) -> None:
         """Remember the player's room, or forget it."""
@@ -555,8 +570,13 @@ class RedisBackend(RedisDailyMixin, Backend):
 
     async def room_count(self) -> int:
         """Rooms in Redis, counted with SCAN on every primary (for operators, not a hot path)."""
+        return len(await self.room_codes())
+
+    async def room_codes(self, limit: int | None = None) -> list[str]:
+        """The rooms' codes, found with SCAN on every primary (for operators, not a hot
+        path), at most ``limit`` of them."""
         match = f"{self.prefix}:{{*}}:room"
-        count = 0
+        codes: list[str] = []
         with self._guard():
             if isinstance(self._redis, RedisCluster):
                 keys = self._redis.scan_iter(
@@ -564,9 +584,12 @@ class RedisBackend(RedisDailyMixin, Backend):
                 )
             else:
                 keys = self._redis.scan_iter(match=match, count=1000)
-            async for _ in keys:
-                count += 1
-        return count
+            async for key in keys:
+                text = _bytes(key).decode()
+                codes.append(text[text.index("{") + 1 : text.index("}")])
+                if limit is not None and len(codes) >= limit:
+                    break
+        return codes
 
     # move logs --------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import tracemalloc
 from pathlib import Path
@@ -152,3 +153,47 @@ async def test_a_spectator_of_a_long_game_on_another_node_never_replays_its_log(
     room = await playing.node.backend.load_room(code)
     assert room is not None and room.seed is not None
     assert seed == spectator_view(replay("canfield", room.seed, moves))
+
+
+async def test_a_resume_never_interleaves_with_the_drop_it_follows(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = await start_server()
+    backend = server.node.backend
+    update_room = backend.update_room
+
+    async def slow_to_mark_dropped(code: str, change: Any) -> Any:
+        before = await backend.load_room(code)
+        outcome = change(before) if before is not None else None
+        dropped = (
+            outcome is not None
+            and outcome.room is not None
+            and before is not None
+            and any(
+                m.connected and not outcome.room.members[p].connected
+                for p, m in before.members.items()
+                if p in outcome.room.members
+            )
+        )
+        if dropped:  # a store slow to take the drop: the resume comes meanwhile
+            await asyncio.sleep(0.2)
+        return await update_room(code, change)
+
+    async with (
+        Client(server.url, name="ann", request_timeout=TIMEOUT) as ann,
+        Client(server.url, name="bob", request_timeout=TIMEOUT) as bob,
+    ):
+        room = await ann.create_room("canfield")
+        await bob.join(room["code"])
+        monkeypatch.setattr(backend, "update_room", slow_to_mark_dropped)
+        await ann.drop()
+        await ann.next_event("resumed", timeout=TIMEOUT)
+        monkeypatch.setattr(backend, "update_room", update_room)
+        async with asyncio.timeout(TIMEOUT):
+            while True:  # the drop's update, then the resume's: ann ends connected
+                snapshot = await bob.sync()
+                if server.node.player_lock_count() == 0:
+                    break
+                await asyncio.sleep(0.05)
+        members = {m["name"]: m["connected"] for m in snapshot["members"]}
+        assert members == {"ann": True, "bob": True}, members
