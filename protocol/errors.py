@@ -53,6 +53,8 @@ class CloseCode(IntEnum):
     TRY_AGAIN_LATER = 1013
     REPLACED = 4001
     """The same player connected again elsewhere; this connection is no longer theirs."""
+    REVOKED = 4003
+    """An operator revoked the identity: its tokens no longer work anywhere."""
 
 
 class ProtocolError(Exception):

@@ -13,21 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from ..protocol import ErrorCode, ProtocolError
+from ..protocol import CloseCode, ErrorCode, ProtocolError
 from . import room as rooms
 from .room import Role
 
 if TYPE_CHECKING:
     from .node import Node
 
-__all__ = ["NOTICES", "REVOKED_CLOSE_CODE", "Admin"]
+__all__ = ["NOTICES", "Admin"]
 
 log = structlog.get_logger("solrace.server")
 
 NOTICES = "notices"
 """The channel (a pseudo room: no room code has lower-case letters) of node-wide notices."""
-REVOKED_CLOSE_CODE = 4003
-"""The close code of a connection whose identity was revoked (not to be resumed)."""
 MAX_LISTED = 1000
 
 
@@ -96,4 +94,4 @@ class Admin:
             return
         session = self.node.sessions.get(str(notice.get("player_id")))
         if session is not None:
-            self.node.spawn(session.close(REVOKED_CLOSE_CODE, "this identity was revoked"))
+            self.node.spawn(session.close(CloseCode.REVOKED, "this identity was revoked"))
