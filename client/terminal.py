@@ -145,7 +145,10 @@ class _Session:
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         me = self.client.player_id
-        if kind == "members":
+        if kind == "members" and event.get("closed"):
+            self.console.write(f"the room was closed: {event['closed']}")
+            self.finished.set()
+        elif kind == "members":
             self.names = {m["player_id"]: m["name"] for m in event["members"]}
             who = ", ".join(
                 f"{m['name']}{' (host)' if m['player_id'] == event['host'] else ''}"

@@ -475,6 +475,7 @@ const EVENTS = {
     room.members = event.members;
     room.settings = event.settings;
     if (!event.members.some((m) => m.player_id === state.me.player_id)) {
+      if (event.closed) showError({ message: `The room was closed: ${event.closed}` });
       leftRoom();
       return;
     }
