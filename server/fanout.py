@@ -104,7 +104,7 @@ class FanOut:
             try:
                 self._progress(held, event)
             except Exception:
-                log.exception("fan_out_failed", event="progress", room=code)
+                log.exception("fan_out_failed", kind="progress", room=code)
             return
         held.put(event)
 
@@ -126,7 +126,7 @@ class FanOut:
             try:
                 await self._fan_out(held, event)
             except Exception:
-                log.exception("fan_out_failed", event=event.get("type"))
+                log.exception("fan_out_failed", kind=event.get("type"))
             finally:
                 held.fanning = False
 

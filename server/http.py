@@ -28,7 +28,6 @@ from websockets.http11 import Request, Response
 from ..protocol import ProtocolError
 from .backends import BackendUnavailable
 from .config import ServerConfig
-from .identity import verify_token
 from .leaderboard import best_board, day_board, player_history
 from .node import Node
 
@@ -176,10 +175,11 @@ def origin_allowed(headers: Headers, allowed: tuple[str, ...]) -> bool:
 class Router:
     """Routes a plain HTTP request to its handler, and makes every answer a safe one."""
 
-    def __init__(self, fallback: Handler | None = None) -> None:
+    def __init__(self, fallback: Handler | None = None, methods: tuple[str, ...] = METHODS) -> None:
         self._exact: dict[str, Handler] = {}
         self._prefixes: list[tuple[str, Handler]] = []
         self._fallback = fallback
+        self.methods = methods
 
     def add(self, path: str, handler: Handler) -> None:
         """Route ``path`` to ``handler``; a path ending in ``/`` routes everything under it."""
@@ -206,12 +206,12 @@ class Router:
         return response
 
     async def _route(self, request: Request) -> Response:
-        if request.method not in METHODS:
+        if request.method not in self.methods:
             return _response(
                 http.HTTPStatus.METHOD_NOT_ALLOWED,
                 b"method not allowed\n",
                 "text/plain",
-                [("Allow", ", ".join(METHODS))],
+                [("Allow", ", ".join(self.methods))],
             )
         path = request.path.split("?", 1)[0]
         if not _possible(path):
@@ -265,9 +265,10 @@ class HttpEndpoints:
         self.router.add("/readyz", self._readyz)
         self.router.add("/metrics", self._metrics_with_token)
         self.router.add("/api/", self._api)
-        self.metrics_router = Router()
-        """The metrics listener's routes (the admin API's place)."""
+        self.metrics_router = Router(methods=(*METHODS, "POST"))
+        """The metrics listener's routes: /metrics and the admin API."""
         self.metrics_router.add("/metrics", self._metrics)
+        self.metrics_router.add("/admin/", self._admin)
         self._metrics_server: Server | None = None
 
     # -- the listeners ---------------------------------------------------------------------
@@ -387,7 +388,11 @@ class HttpEndpoints:
     async def _history(self, request: Request, query: dict[str, str]) -> Response:
         """A player's attempts, to that player alone: the token proves who asks."""
         token = _bearer(request)
-        player_id = verify_token(self.node.secret, token) if token else None
+        try:
+            known = await self.node.identity.authenticate(token) if token else None
+        except BackendUnavailable:
+            return _unavailable()
+        player_id = known[0] if known is not None else None
         if player_id is None:
             return _json(
                 http.HTTPStatus.UNAUTHORIZED,
@@ -407,6 +412,47 @@ class HttpEndpoints:
             return _unavailable()
         # One player's own: kept by no cache, shared or not.
         return _json(http.HTTPStatus.OK, data, cache="private, no-store")
+
+    async def _admin(self, request: Request, path: str) -> Response:
+        """The admin API (docs/operations.md, "Admin"), to the admin token alone.
+
+        ``GET /admin/rooms``, ``POST /admin/rooms/CODE/close?reason=...`` and
+        ``POST /admin/players/ID/revoke``.
+        """
+        expected = self.config.admin_token
+        if not expected:
+            return _error(
+                http.HTTPStatus.NOT_FOUND, "not_found", "no admin API: the node has no admin token"
+            )
+        if not _token_is(request, expected):
+            return _json(
+                http.HTTPStatus.UNAUTHORIZED,
+                {"code": "bad_token", "message": "send the admin token: Authorization: Bearer"},
+                [("WWW-Authenticate", 'Bearer realm="solrace-admin"')],
+            )
+        parts = path.strip("/").split("/")
+        query = {
+            k: v[-1]
+            for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(request.path).query).items()
+        }
+        admin = self.node.admin
+        try:
+            if parts == ["admin", "rooms"] and request.method in METHODS:
+                return _json(http.HTTPStatus.OK, {"rooms": await admin.rooms()})
+            if request.method != "POST":
+                return _error(http.HTTPStatus.METHOD_NOT_ALLOWED, "bad_method", "POST it")
+            if len(parts) == 4 and parts[:2] == ["admin", "rooms"] and parts[3] == "close":
+                reason = query.get("reason", "closed by an operator")[:200]
+                if not await admin.close_room(parts[2], reason):
+                    return _error(http.HTTPStatus.NOT_FOUND, "room_not_found", "no such room")
+                return _json(http.HTTPStatus.OK, {"closed": parts[2], "reason": reason})
+            if len(parts) == 4 and parts[:2] == ["admin", "players"] and parts[3] == "revoke":
+                if not await admin.revoke(parts[2]):
+                    return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such player")
+                return _json(http.HTTPStatus.OK, {"revoked": parts[2]})
+        except BackendUnavailable:
+            return _unavailable()
+        return _not_found()
 
     async def _static(self, request: Request, path: str) -> Response:
         if path == "/" or path.startswith("/r/") or path == "/daily":

@@ -24,6 +24,7 @@ COMMAND_MODULES: list[str] = [
     "solrace.server.cli",
     "solrace.client.cli",
     "solrace.cli_leaderboard",
+    "solrace.cli_admin",
 ]
 
 Handler = Callable[[argparse.Namespace], int]

@@ -422,7 +422,8 @@ async def test_nginx_passes_the_leaderboard_api_to_the_nodes(
 
     best = await get(nginx.http_url("/api/best?variant=canfield&limit=5"))
     assert best.status == 200 and [e["name"] for e in json.loads(best.body)["best"]] == ["olga"]
-    # A player's history, to that player's token alone.
+    # A player's history, to that player's token alone (a token of a known player).
+    await nodes[0].node.backend.save_player("p-olga", "olga")
     token = sign_token(nodes[0].node.secret, "p-olga")
     history = await get(
         nginx.http_url("/api/history?player=p-olga"), {"Authorization": f"Bearer {token}"}

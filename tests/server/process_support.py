@@ -79,6 +79,14 @@ class NodeProcess:
                 raise RuntimeError(f"node on port {self.port} did not start:\n{log}")
             time.sleep(0.05)
 
+    def rss_kib(self) -> int:
+        """The process's resident memory (VmRSS), in KiB."""
+        assert self.process is not None
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(
+            next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]
+        )
+
     def kill(self) -> None:
         """SIGKILL: the node dies with its connections, as a crashed process would."""
         if self.process is not None and self.process.poll() is None:

@@ -7,6 +7,8 @@ node at once" is what is checked.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 from conftest import TIMEOUT, ServerFactory
@@ -114,3 +116,49 @@ async def test_a_guest_not_seen_for_the_ttl_is_forgotten_redis(
     again = await RawClient.open(server.url, name=None)
     reply = await again.request({"type": "hello", "token": gone.token})
     assert reply["type"] == "error" and reply["code"] == "bad_token", reply
+
+
+# -- the admin API and `solrace admin` -----------------------------------------------------
+
+
+async def solrace_admin(port: int | None, *args: str, token: str = "s3cret") -> tuple[int, str]:
+    """Run ``solrace admin`` against a node's metrics port; its exit code and output."""
+    command = [sys.executable, "-m", "solrace", "admin", "--url", f"http://127.0.0.1:{port}"]
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [*command, "--token", token, *args],
+        capture_output=True,
+        text=True,
+        timeout=4 * TIMEOUT,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+async def test_solrace_admin_lists_closes_and_revokes_through_the_metrics_port(
+    start_server: ServerFactory,
+) -> None:
+    server = await start_server(metrics_port=0, admin_token="s3cret")
+    port = server.server.http.metrics_port
+    async with Client(server.url, name="ann", request_timeout=TIMEOUT) as ann:
+        room = await ann.create_room("canfield")
+        code, listed = await solrace_admin(port, "rooms")
+        assert code == 0 and room["code"] in listed and "ann" in listed, listed
+        code, said = await solrace_admin(port, "close", room["code"], "--reason", "maintenance")
+        assert code == 0 and "maintenance" in said, said
+        last = await ann.next_event("members", timeout=TIMEOUT)
+        assert last["closed"] == "maintenance"
+    raw = await RawClient.open(server.url, name="mallory")
+    code, said = await solrace_admin(port, "revoke", raw.player_id)
+    assert code == 0 and raw.player_id in said, said
+    assert await raw.closed() == 4003
+    # The wrong token opens nothing; an unknown room or player is said so.
+    code, said = await solrace_admin(port, "rooms", token="guess")
+    assert code == 1 and "401" in said, said
+    code, said = await solrace_admin(port, "close", "NOSUCHRM")
+    assert code == 1 and "404" in said, said
+
+
+async def test_without_an_admin_token_there_is_no_admin_api(start_server: ServerFactory) -> None:
+    server = await start_server(metrics_port=0)
+    code, said = await solrace_admin(server.server.http.metrics_port, "rooms")
+    assert code == 1 and "no admin API" in said, said

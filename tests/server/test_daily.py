@@ -159,12 +159,15 @@ async def _play_and_end(client: Client, moves: int) -> dict[str, Any]:
     return await client.next_event("race_over", timeout=TIMEOUT)
 
 
-async def _http(server: RunningServer, path: str) -> Any:
-    """GET a JSON endpoint from a thread, so the server on this loop can answer."""
+async def _http(server: RunningServer, path: str, token: str | None = None) -> Any:
+    """GET a JSON endpoint from a thread, so the server on this loop can answer; with a
+    player's ``token`` as its bearer (a history is its player's alone)."""
     url = server.url.replace("ws://", "http://").rstrip("/") + path
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def get() -> Any:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+        request = urllib.request.Request(url, headers=headers)
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
             return json.loads(response.read())
 
     return await asyncio.to_thread(get)
@@ -283,12 +286,12 @@ async def test_the_board_survives_a_restart(start_server: ServerFactory) -> None
     first = await start_server(clock=clock)
     async with Client(first.url, name="gus", request_timeout=TIMEOUT) as gus:
         await _attempt(gus, "canfield", 3)
-        player = gus.player_id
+        player, token = gus.player_id, gus.token
     await first.server.close()
     second = await start_server(clock=clock)
     board = await _http(second, f"/api/leaderboard?variant=canfield&player={player}")
     assert board["count"] == 1 and board["you"]["player_id"] == player
-    history = await _http(second, f"/api/history?player={player}")
+    history = await _http(second, f"/api/history?player={player}", token)
     assert len(history["history"]) == 1
 
 
