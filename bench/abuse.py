@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -39,6 +38,7 @@ for path in (ROOT, Path(__file__).resolve().parent):
 
 import attacks  # noqa: E402
 from fanout import free_port  # noqa: E402
+from spectator_sync import redis_server  # noqa: E402
 
 Attack = Callable[[str, int, asyncio.Event, asyncio.Future[str]], Awaitable[attacks.Tally]]
 
@@ -83,33 +83,6 @@ async def node(workdir: Path, redis_url: str | None) -> AsyncIterator[int]:
         log.close()
 
 
-@contextlib.contextmanager
-def redis(workdir: Path):  # type: ignore[no-untyped-def]
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        time.sleep(0.3)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait()
-
-
 async def run_one(
     name: str | None, port: int, args: argparse.Namespace
 ) -> tuple[attacks.Canary, attacks.Tally | None]:
@@ -137,7 +110,7 @@ async def main(args: argparse.Namespace) -> None:
     figures: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        redis_cm = redis(workdir) if args.redis else contextlib.nullcontext(None)
+        redis_cm = redis_server(workdir) if args.redis else contextlib.nullcontext(None)
         with redis_cm as redis_url:
             rows = []
             for name in (None, *ATTACKS):
