@@ -169,7 +169,8 @@ class MovePath:
             return False  # the task refuses it, and counts it
         try:
             change = game.apply(move)
-            node.backend.append_move_now(room.code, room.race, player_id, rev, notation)
+            at = node.now_ms() - (room.starts_ms or 0)
+            node.backend.append_move_now(room.code, room.race, player_id, rev, notation, at)
         except IllegalMove as error:
             self.refused(session, request_id, error, rev)
         except ProtocolError as error:  # the log refused it: the game is rebuilt from the log
@@ -229,7 +230,8 @@ class MovePath:
             self.refused(session, req.id, error, rev)
             return
         try:
-            await self.node.backend.append_move(room.code, room.race, player_id, rev, notation)
+            at = self.node.now_ms() - (room.starts_ms or 0)
+            await self.node.backend.append_move(room.code, room.race, player_id, rev, notation, at)
         except BaseException:
             held.games.pop(player_id, None)  # rebuilt from the log on next use
             raise

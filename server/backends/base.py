@@ -42,7 +42,9 @@ class Backend(ABC):
         """:meth:`update_room` at once (only where :attr:`in_process`)."""
         raise NotImplementedError
 
-    def append_move_now(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+    def append_move_now(
+        self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
+    ) -> None:
         """:meth:`append_move` at once (only where :attr:`in_process`)."""
         raise NotImplementedError
 
@@ -182,8 +184,11 @@ class Backend(ABC):
     # move logs --------------------------------------------------------------------------
 
     @abstractmethod
-    async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
-        """Log move number ``rev`` (counting from 0) durably, before it is acked."""
+    async def append_move(
+        self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
+    ) -> None:
+        """Log move number ``rev`` (counting from 0) durably, before it is acked, with its
+        time in the race (``at_ms``: ms since the race started)."""
 
     @abstractmethod
     async def log_length(self, code: str, race: int, player_id: str) -> int:
@@ -194,9 +199,14 @@ class Backend(ABC):
         """Delete a deleted room's move logs and boards (the node calls it once the
         room's last events, which may need the logs, are handled)."""
 
-    @abstractmethod
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
         """A player's logged moves in a race, in order."""
+        return [move for move, _ in await self.read_timed_moves(code, race, player_id)]
+
+    @abstractmethod
+    async def read_timed_moves(self, code: str, race: int, player_id: str) -> list[tuple[str, int]]:
+        """A player's logged moves in a race, in order, each with its time (ms since the
+        race started)."""
 
     # spectator boards -------------------------------------------------------------------
 

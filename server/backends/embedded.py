@@ -18,6 +18,7 @@ a restart the running races' logs are read back from the journal.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import fcntl
@@ -62,6 +63,7 @@ CREATE TABLE IF NOT EXISTS logs (
     race INTEGER NOT NULL,
     player_id TEXT NOT NULL,
     moves TEXT NOT NULL,
+    times TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (code, race, player_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS boards (
@@ -120,6 +122,30 @@ PRUNE_EVERY = 256
 """Commits between two prunings of the journal."""
 
 
+class _Log:
+    """A running race's log of one player: its moves, and their times in the race (ms)."""
+
+    __slots__ = ("moves", "times")
+
+    def __init__(self) -> None:
+        self.moves: list[str] = []
+        self.times = array.array("q")
+
+    def add(self, move: str, at_ms: int) -> None:
+        self.moves.append(move)
+        self.times.append(at_ms)
+
+    def cut(self, length: int) -> None:
+        del self.moves[length:]
+        del self.times[length:]
+
+    def timed(self) -> list[tuple[str, int]]:
+        return list(zip(self.moves, self.times, strict=True))
+
+    def joined(self) -> tuple[str, str]:
+        return " ".join(self.moves), " ".join(map(str, self.times))
+
+
 def _pack(data: Any) -> bytes:
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
@@ -137,7 +163,7 @@ class EmbeddedBackend(Backend):
         self._secret = b""
         self._node_id = ""
         self._rooms: dict[str, Room] = {}
-        self._logs: dict[LogKey, list[str]] = {}  # the logs of running races
+        self._logs: dict[LogKey, _Log] = {}  # the logs of running races
         self._first: dict[tuple[str, int], int] = {}  # a running race's first journal row
         self._commits = 0
         self._subscribers: dict[str, EventHandler] = {}
@@ -145,8 +171,8 @@ class EmbeddedBackend(Backend):
         self._spends = 0
         # Writes of this pass, made at the commit: moves in order, rooms by code (None:
         # deleted), finished races' logs, boards by (code, player).
-        self._moves: list[tuple[str, int, str, int, str]] = []
-        self._finished: dict[LogKey, str] = {}
+        self._moves: list[tuple[str, int, str, int, str, int]] = []
+        self._finished: dict[LogKey, tuple[str, str]] = {}  # moves, times: space-joined
         self._dirty: dict[str, Room | None] = {}
         self._boards: dict[tuple[str, str], tuple[int, bytes]] = {}
         self._scheduled = False
@@ -173,6 +199,8 @@ class EmbeddedBackend(Backend):
         # disk at every commit with the event loop blocked.
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(SCHEMA)
+        if "times" not in {row[1] for row in db.execute("PRAGMA table_info(logs)")}:
+            db.execute("ALTER TABLE logs ADD COLUMN times TEXT NOT NULL DEFAULT ''")
         columns = {row[1] for row in db.execute("PRAGMA table_info(players)")}
         for column, kind in (("gen", "INTEGER NOT NULL DEFAULT 0"), ("seen_ms", "INTEGER")):
             if column not in columns:  # a data directory from before the column
@@ -194,18 +222,18 @@ class EmbeddedBackend(Backend):
         """The running races' logs, from the journal."""
         running = {(r.code, r.race) for r in self._rooms.values() if r.state is RoomState.RACING}
         for seq, packed in db.execute("SELECT seq, moves FROM journal ORDER BY seq"):
-            for code, race, player_id, rev, move in msgpack.unpackb(packed, raw=False):
+            for code, race, player_id, rev, move, *at in msgpack.unpackb(packed, raw=False):
                 if (code, race) not in running:
                     continue
-                log = self._logs.setdefault((code, race, player_id), [])
-                if rev < len(log):  # a room of the same code long ago: its rows go first
-                    del log[rev:]
-                if rev == len(log):
-                    log.append(move)
+                log = self._logs.setdefault((code, race, player_id), _Log())
+                if rev < len(log.moves):  # a room of the same code long ago: its rows go first
+                    log.cut(rev)
+                if rev == len(log.moves):
+                    log.add(move, at[0] if at else 0)
                     self._first.setdefault((code, race), seq)
         for code, race in running:
             for player_id in self._rooms[code].players:
-                self._logs.setdefault((code, race, player_id), [])
+                self._logs.setdefault((code, race, player_id), _Log())
 
     def claim(self) -> None:
         """Take the data directory for this node alone (a lock held while it runs).
@@ -284,14 +312,14 @@ class EmbeddedBackend(Backend):
                 "INSERT INTO journal (moves) VALUES (?)", (_pack(self._moves),)
             ).lastrowid
             assert seq is not None
-            for code, race, player_id, _, _ in self._moves:
+            for code, race, player_id, *_ in self._moves:
                 if (code, race, player_id) in self._logs:
                     self._first.setdefault((code, race), seq)
             self._moves = []
         if self._finished:
             db.executemany(
-                "INSERT OR REPLACE INTO logs VALUES (?, ?, ?, ?)",
-                [(*key, moves) for key, moves in self._finished.items()],
+                "INSERT OR REPLACE INTO logs VALUES (?, ?, ?, ?, ?)",
+                [(*key, *log) for key, log in self._finished.items()],
             )
             self._finished = {}
         if self._dirty:
@@ -471,7 +499,7 @@ class EmbeddedBackend(Backend):
     def _race_over(self, code: str, race: int) -> None:
         """The race takes no more moves: its logs leave memory for one row each."""
         for key in [k for k in self._logs if k[0] == code and k[1] == race]:
-            self._finished[key] = " ".join(self._logs.pop(key))
+            self._finished[key] = self._logs.pop(key).joined()
         self._first.pop((code, race), None)
 
     async def room_count(self) -> int:
@@ -480,11 +508,15 @@ class EmbeddedBackend(Backend):
 
     # move logs --------------------------------------------------------------------------
 
-    async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+    async def append_move(
+        self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
+    ) -> None:
         """Log the move in this pass's transaction, refusing a gap or a rewrite."""
-        self.append_move_now(code, race, player_id, rev, move)
+        self.append_move_now(code, race, player_id, rev, move, at_ms)
 
-    def append_move_now(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+    def append_move_now(
+        self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
+    ) -> None:
         """Log the move in this pass's transaction, refusing a gap or a rewrite.
 
         It is committed before any frame leaves the node (see :meth:`flush_writes`).
@@ -495,27 +527,31 @@ class EmbeddedBackend(Backend):
         if log is None:
             room = self._rooms.get(code)
             if room is not None and room.state is RoomState.RACING and room.race == race:
-                log = self._logs[key] = []
+                log = self._logs[key] = _Log()
             else:  # not a running race's (the node never does this): its row, at once
-                self._append_finished(key, rev, move)
+                self._append_finished(key, rev, move, at_ms)
                 return
-        if rev != len(log):
-            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log)} moves")
+        if rev != len(log.moves):
+            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log.moves)} moves")
         self._write()
-        self._moves.append((code, race, player_id, rev, move))
-        log.append(move)
+        self._moves.append((code, race, player_id, rev, move, at_ms))
+        log.add(move, at_ms)
 
-    def _append_finished(self, key: LogKey, rev: int, move: str) -> None:
+    def _append_finished(self, key: LogKey, rev: int, move: str, at_ms: int) -> None:
         log = self._stored(key)
         if rev != len(log):
             raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log)} moves")
         self._write()
-        self._finished[key] = " ".join([*log, move])
+        moves = [m for m, _ in log] + [move]
+        times = [t for _, t in log] + [at_ms]
+        self._finished[key] = (" ".join(moves), " ".join(map(str, times)))
 
     async def log_length(self, code: str, race: int, player_id: str) -> int:
         """How many moves the player's log of the race holds."""
         log = self._logs.get((code, race, player_id))
-        return len(log) if log is not None else len(await self.read_moves(code, race, player_id))
+        if log is not None:
+            return len(log.moves)
+        return len(self._stored((code, race, player_id)))
 
     async def drop_room_logs(self, code: str) -> None:
         """Delete a deleted room's move logs and boards."""
@@ -528,21 +564,24 @@ class EmbeddedBackend(Backend):
         for race in [r for c, r in self._first if c == code]:
             del self._first[(code, race)]
 
-    async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
-        """The player's logged moves, in order."""
+    async def read_timed_moves(self, code: str, race: int, player_id: str) -> list[tuple[str, int]]:
+        """The player's logged moves, in order, each with its time in the race (ms)."""
         key = (code, race, player_id)
         log = self._logs.get(key)
-        return list(log) if log is not None else self._stored(key)
+        return log.timed() if log is not None else self._stored(key)
 
-    def _stored(self, key: LogKey) -> list[str]:
+    def _stored(self, key: LogKey) -> list[tuple[str, int]]:
         """A log that is not a running race's, from this pass's writes or the file."""
-        moves = self._finished.get(key)
-        if moves is None:
+        log = self._finished.get(key)
+        if log is None:
             row = self.db.execute(
-                "SELECT moves FROM logs WHERE code = ? AND race = ? AND player_id = ?", key
+                "SELECT moves, times FROM logs WHERE code = ? AND race = ? AND player_id = ?",
+                key,
             ).fetchone()
-            moves = row[0] if row else ""
-        return moves.split(" ") if moves else []
+            log = (row[0], row[1]) if row else ("", "")
+        moves = log[0].split(" ") if log[0] else []
+        times = [int(t) for t in log[1].split(" ")] if log[1] else [0] * len(moves)
+        return list(zip(moves, times, strict=True))
 
     # spectator boards -------------------------------------------------------------------
 

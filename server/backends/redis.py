@@ -134,14 +134,15 @@ if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return 1
 """
 
-# KEYS: log, the room's set of logs; ARGV: rev, rev + 1, move, time to live in ms (0: none)
+# KEYS: log, the room's set of logs; ARGV: rev, rev + 1, move, time to live in ms (0: none),
+# the move's time in the race (ms)
 # Returns -1 once the move is logged, else the log's length. Repeating the logged move at
 # its own number succeeds, so that a command retried after a lost reply is harmless.
 _APPEND_MOVE = """
 local n = redis.call('XLEN', KEYS[1])
 local rev = tonumber(ARGV[1])
 if rev == n then
-  redis.call('XADD', KEYS[1], '0-' .. ARGV[2], 'm', ARGV[3])
+  redis.call('XADD', KEYS[1], '0-' .. ARGV[2], 'm', ARGV[3], 't', ARGV[5])
   redis.call('SADD', KEYS[2], KEYS[1])
   if tonumber(ARGV[4]) > 0 then
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
@@ -593,12 +594,14 @@ class RedisBackend(RedisDailyMixin, Backend):
 
     # move logs --------------------------------------------------------------------------
 
-    async def append_move(self, code: str, race: int, player_id: str, rev: int, move: str) -> None:
+    async def append_move(
+        self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
+    ) -> None:
         """XADD move number ``rev``, refusing a gap or a rewrite (the same move again is kept)."""
         with self._guard():
             length = await self._append_move(
                 keys=[self._log_key(code, race, player_id), self._room_key(code, "logs")],
-                args=[rev, rev + 1, move, self.room_ttl_ms],
+                args=[rev, rev + 1, move, self.room_ttl_ms, at_ms],
             )
         if int(length) >= 0:
             raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
@@ -608,11 +611,14 @@ class RedisBackend(RedisDailyMixin, Backend):
         with self._guard():
             return int(await self._redis.xlen(self._log_key(code, race, player_id)))
 
-    async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
-        """The stream's moves, in order."""
+    async def read_timed_moves(self, code: str, race: int, player_id: str) -> list[tuple[str, int]]:
+        """The stream's moves, in order, with their times."""
         with self._guard():
             entries = await self._redis.xrange(self._log_key(code, race, player_id))
-        return [_bytes((fields or {})[b"m"]).decode() for _, fields in entries or ()]
+        return [
+            (_bytes((fields or {})[b"m"]).decode(), int((fields or {}).get(b"t") or 0))
+            for _, fields in entries or ()
+        ]
 
     # spectator boards -------------------------------------------------------------------
 

@@ -461,3 +461,29 @@ async def test_a_quiet_channel_outlasting_the_socket_timeout_keeps_its_connectio
     finally:
         await quiet.close()
         await talker.close()
+
+
+async def test_a_move_log_keeps_each_moves_time_in_the_race(backend: Backend) -> None:
+    await backend.create_room(new_room())
+    outcome = await backend.update_room(
+        CODE,
+        lambda r: rooms.tick(rooms.start(r, "alice", 1_000, 5).room, 10_000),  # type: ignore[arg-type]
+    )
+    assert outcome.room is not None and outcome.room.state.value == "racing"
+    for rev, (move, at) in enumerate([("d", 120), ("w-f", 950), ("u", 4_321)]):
+        await backend.append_move(CODE, 1, "alice", rev, move, at)
+    assert await backend.read_timed_moves(CODE, 1, "alice") == [
+        ("d", 120),
+        ("w-f", 950),
+        ("u", 4_321),
+    ]
+    # Still so once the race is over (its log then kept as the race's record).
+    await backend.update_room(
+        CODE, lambda r: rooms.progress(r, "alice", now_ms=9_000, status="resigned")
+    )
+    assert await backend.read_timed_moves(CODE, 1, "alice") == [
+        ("d", 120),
+        ("w-f", 950),
+        ("u", 4_321),
+    ]
+    assert await backend.read_moves(CODE, 1, "alice") == ["d", "w-f", "u"]
