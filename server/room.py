@@ -113,6 +113,8 @@ class Settings:
     """The date of the daily deal this room plays (its seed stays hidden until the day ends)."""
     attempt: int = 0
     """Which attempt at the daily deal this is (1 is the ranked one)."""
+    bot: bool = False
+    """A daily attempt by a client that said it is a bot (ranked on the bots' board)."""
 
     def to_wire(self) -> dict[str, Any]:
         """The settings as plain data."""
@@ -127,6 +129,8 @@ class Settings:
         if self.daily is not None:
             data["daily"] = self.daily
             data["attempt"] = self.attempt
+            if self.bot:
+                data["bot"] = True
         return data
 
 

@@ -21,6 +21,7 @@ class Session:
     __slots__ = (
         "address",
         "address_rate",
+        "bot",
         "busy",
         "close",
         "codec",
@@ -62,6 +63,7 @@ class Session:
         self.room: str | None = None
         self.role: Role | None = None
         self.legal = False  # send the legal moves in every ack's delta (hello legal_moves)
+        self.bot = False  # the client said in its hello that it is a bot
         self.busy = False  # the connection's task is handling one of its frames
 
     async def reply(self, message: ServerMessage) -> None:

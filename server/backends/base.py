@@ -137,6 +137,10 @@ class Backend(ABC):
         known = await self.player(player_id)
         return None if known is None else known[0]
 
+    async def account_created_ms(self, player_id: str) -> int | None:
+        """When the identity became an account (ms), or None for a guest."""
+        return None
+
     @abstractmethod
     async def revoke_player(self, player_id: str) -> bool:
         """Move the player's token generation on, so that every token given so far stops
