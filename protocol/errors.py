@@ -38,6 +38,11 @@ class ErrorCode(StrEnum):
     BAD_MOVE = "bad_move"
     ILLEGAL_MOVE = "illegal_move"
     UNAVAILABLE = "unavailable"
+    WRONG_PASSWORD = "wrong_password"
+    BAD_PASSWORD = "bad_password"
+    NAME_TAKEN = "name_taken"
+    ALREADY_AN_ACCOUNT = "already_an_account"
+    NOT_AN_ACCOUNT = "not_an_account"
     INTERNAL = "internal_error"
 
 
@@ -54,7 +59,8 @@ class CloseCode(IntEnum):
     REPLACED = 4001
     """The same player connected again elsewhere; this connection is no longer theirs."""
     REVOKED = 4003
-    """An operator revoked the identity: its tokens no longer work anywhere."""
+    """The identity's tokens were revoked (by an operator, or its account: a new password,
+    revoke_tokens, or the account deleted): they no longer work anywhere."""
 
 
 class ProtocolError(Exception):

@@ -13,9 +13,13 @@ from typing import Any, ClassVar
 __all__ = [
     "PROTOCOL_VERSION",
     "REQUESTS",
+    "Account",
     "Ack",
+    "ChangePassword",
+    "Claim",
     "Countdown",
     "CreateRoom",
+    "DeleteAccount",
     "Error",
     "GetLeaderboard",
     "Hello",
@@ -33,6 +37,7 @@ __all__ = [
     "Rematch",
     "Request",
     "Resign",
+    "RevokeTokens",
     "RoomSnapshot",
     "ServerMessage",
     "SetReady",
@@ -50,10 +55,11 @@ Data = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Hello:
-    """Identify: a new player picks ``name``; a returning one sends its ``token``.
+    """Identify: a new player picks ``name``; a returning one sends its ``token``, or
+    logs in to an account with its name (``account``) and ``password``.
 
     ``legal_moves`` asks for the list of legal moves in every ack's ``delta`` too (views
-    in snapshots and at the start carry it always).
+    in snapshots and at the start carry it always). ``bot`` says the client is a bot.
     """
 
     type: ClassVar[str] = "hello"
@@ -61,6 +67,9 @@ class Hello:
     name: str | None = None
     token: str | None = None
     legal_moves: bool = False
+    account: str | None = None
+    password: str | None = None
+    bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +176,42 @@ class GetLeaderboard:
 
 
 @dataclass(frozen=True, slots=True)
+class Claim:
+    """Make the connected guest an account under its display name, with ``password``."""
+
+    type: ClassVar[str] = "claim"
+    id: int
+    password: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePassword:
+    """Change the account's password (its other devices are logged out)."""
+
+    type: ClassVar[str] = "change_password"
+    id: int
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeTokens:
+    """Make every token of the account given so far stop working, but this connection's."""
+
+    type: ClassVar[str] = "revoke_tokens"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAccount:
+    """Delete the account: its tokens stop working, its daily entries are anonymised."""
+
+    type: ClassVar[str] = "delete_account"
+    id: int
+    password: str
+
+
+@dataclass(frozen=True, slots=True)
 class Ping:
     """Ask for a pong."""
 
@@ -187,6 +232,10 @@ Request = (
     | Sync
     | StartDaily
     | GetLeaderboard
+    | Claim
+    | ChangePassword
+    | RevokeTokens
+    | DeleteAccount
     | Ping
 )
 
@@ -217,6 +266,10 @@ for _cls in (
     Sync,
     StartDaily,
     GetLeaderboard,
+    Claim,
+    ChangePassword,
+    RevokeTokens,
+    DeleteAccount,
     Ping,
 ):
     REQUESTS[_cls.type] = (_cls, _spec(_cls))
@@ -254,6 +307,21 @@ class Welcome(_Wire):
     """The node that answered: ``node`` (its lasting id: the same after a restart on the
     same data) and ``boot`` (when this run of it started, ms): a client that sees the
     same node with a new boot knows the server restarted."""
+    account: dict[str, Any] | None = None
+    """The identity's account, ``name`` and ``created_ms``; None (left out) for a guest."""
+    bot: bool = False
+    """Whether the hello said the client is a bot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Account(_Wire):
+    """Reply to claim, change_password and revoke_tokens: the account and a fresh token."""
+
+    type: ClassVar[str] = "account"
+    id: int
+    name: str
+    created_ms: int
+    token: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,4 +504,5 @@ ServerMessage = (
     | Progress
     | RaceOver
     | Leaderboard
+    | Account
 )

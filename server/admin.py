@@ -89,9 +89,12 @@ class Admin:
         return True
 
     def on_notice(self, code: str, notice: dict[str, Any]) -> None:
-        """A notice to every node: a revoked identity's connection here is closed."""
+        """A notice to every node: a revoked identity's connection here is closed (but the
+        one named ``keep``: the account's own connection that revoked its tokens)."""
         if notice.get("type") != "revoked":
             return
         session = self.node.sessions.get(str(notice.get("player_id")))
-        if session is not None:
-            self.node.spawn(session.close(CloseCode.REVOKED, "this identity was revoked"))
+        if session is None or self.node.accounts.connection(session) == notice.get("keep"):
+            return
+        why = str(notice.get("why") or "this identity was revoked")
+        self.node.spawn(session.close(CloseCode.REVOKED, why))

@@ -94,12 +94,15 @@ class Budget:
     name: str
     count: int
     period_s: float
-    subject: str  # "identity" or "address": what it is counted for
+    subject: str  # "identity", "address" or "account": what it is counted for
     describe: str  # what is refused, for the error's sentence
 
-    def key(self, session: Session) -> str:
-        """The budget's key for the session's identity or address."""
-        subject = session.player_id if self.subject == "identity" else session.address
+    def key(self, session: Session, account: str | None = None) -> str:
+        """The budget's key for the session's identity or address (or the account named)."""
+        if self.subject == "account":
+            subject = account
+        else:
+            subject = session.player_id if self.subject == "identity" else session.address
         return f"{self.name}:{subject or session.conn_id}"
 
 
@@ -167,6 +170,25 @@ class Guard:
                 "started all the daily attempts",
             ),
         )
+        self.logins = (
+            Budget(
+                "logins_per_minute",
+                b.logins_per_minute,
+                minute,
+                "address",
+                "tried all the passwords",
+            ),
+            Budget(
+                "account_logins_per_hour",
+                b.account_logins_per_hour,
+                hour,
+                "account",
+                "tried all the passwords",
+            ),
+        )
+        self.accounts = (
+            Budget("accounts_per_day", b.accounts_per_day, day, "address", "made all the accounts"),
+        )
 
     # -- message rates -------------------------------------------------------------------
 
@@ -232,23 +254,30 @@ class Guard:
     # -- counted budgets -----------------------------------------------------------------
 
     async def spend(
-        self, session: Session, budgets: tuple[Budget, ...], now_ms: int, *, force: bool = False
+        self,
+        session: Session,
+        budgets: tuple[Budget, ...],
+        now_ms: int,
+        *,
+        force: bool = False,
+        account: str | None = None,
     ) -> None:
         """Spend one of each budget, all or none; raise OVER_BUDGET if one is spent.
 
         With ``force`` the budgets are spent even past their end (a leave is never
-        refused, but it counts against the next join).
+        refused, but it counts against the next join). ``account`` keys the budgets
+        counted per account (a login's, by the account's name).
         """
-        keys = [(b.key(session), b.count, b.period_s) for b in budgets]
+        keys = [(b.key(session, account), b.count, b.period_s) for b in budgets]
         refused = await self.backend.spend(keys, now_ms, force=force)
         if refused is None:
             return
         index, retry_after = refused
         budget = budgets[index]
-        whose = "this address" if budget.subject == "address" else "you"
+        whose = {"address": "this address", "account": "this account"}.get(budget.subject, "you")
         raise ProtocolError(
             ErrorCode.OVER_BUDGET,
-            f"{whose} {'has' if budget.subject == 'address' else 'have'} {budget.describe} "
+            f"{whose} {'have' if whose == 'you' else 'has'} {budget.describe} "
             f"allowed for now: try again in {math.ceil(retry_after)} s",
             reason=budget.name,
             retry_after=retry_after,

@@ -71,6 +71,13 @@ class Budgets:
     """Daily attempts one identity may start in a day (every game together)."""
     address_daily_starts_per_day: int = 200
     """Daily attempts one address may start in a day."""
+    logins_per_minute: int = 10
+    """Password checks (a login, ``change_password``, ``delete_account``) one address may
+    ask for in a minute, right or wrong."""
+    account_logins_per_hour: int = 30
+    """Password checks of one account in an hour, from every address together."""
+    accounts_per_day: int = 5
+    """Accounts one address may claim in a day."""
     members_interval_s: float = 0.5
     """The shortest time between two ``members`` events of a room sent by one node to its
     members: a room whose members come and go fast gets the latest list, not every one."""
@@ -130,6 +137,9 @@ class ServerConfig:
     """The bearer token of the admin API (on the metrics listener); None: no admin API."""
     guest_ttl_s: float = 30 * 24 * 3600.0
     """A guest identity not seen for this long is forgotten (its token stops working)."""
+    password_hashers: int = 2
+    """Threads of a node that hash passwords (argon2id, 64 MiB each), off the event loop;
+    more password checks at once wait their turn."""
     max_rooms_per_node: int = 2000
     """Rooms with a member on this node; creating or joining one more is refused."""
     max_players_per_room: int = 8

@@ -109,12 +109,18 @@ class Identity:
             raise ProtocolError(ErrorCode.ALREADY_IDENTIFIED, "this connection said hello already")
         max_len = node.config.limits.max_name_len
         gen = 0
-        if req.token is not None:
+        if req.account is not None or req.password is not None:
+            player_id, name, gen = await node.accounts.login(session, req)
+        elif req.token is not None:
             known = await self.authenticate(req.token)
             if known is None:
                 raise ProtocolError(ErrorCode.BAD_TOKEN, "that token is not valid here")
             player_id, name, gen = known
-            if req.name is not None and check_name(req.name, max_len) != name:
+            if (
+                req.name is not None
+                and check_name(req.name, max_len) != name
+                and await backend.account(player_id) is None  # an account keeps its name
+            ):
                 name = check_name(req.name, max_len)
                 await backend.save_player(player_id, name)
         else:
@@ -141,16 +147,29 @@ class Identity:
             node.spawn(old.close(4001, "connected again elsewhere"))
         session.player_id, session.name = player_id, name
         session.legal = req.legal_moves
+        session.bot = req.bot
         node.guard.bind(session, time.monotonic())  # the identity's own message rate
         node.sessions[player_id] = session
         structlog.contextvars.bind_contextvars(player=player_id)
         token = sign_token(node.secret, player_id, gen)
+        created_ms = await backend.account_created_ms(player_id)
+        account = None if created_ms is None else {"name": name, "created_ms": created_ms}
         code = await backend.player_room(player_id)
         room = await backend.load_room(code) if code else None
         if room is None or player_id not in room.members:
             if code:
                 await backend.set_player_room(player_id, None)
-            await session.reply(Welcome(req.id, player_id, name, token, server=node.server_info))
+            await session.reply(
+                Welcome(
+                    req.id,
+                    player_id,
+                    name,
+                    token,
+                    server=node.server_info,
+                    account=account,
+                    bot=req.bot,
+                )
+            )
             return
         outcome = await backend.update_room(
             room.code,
@@ -161,7 +180,16 @@ class Identity:
         assert outcome.room is not None
         await node.attach(session, outcome.room, room.members[player_id].role)
         await session.reply(
-            Welcome(req.id, player_id, name, token, room=room.code, server=node.server_info)
+            Welcome(
+                req.id,
+                player_id,
+                name,
+                token,
+                room=room.code,
+                server=node.server_info,
+                account=account,
+                bot=req.bot,
+            )
         )
         await node.fanout.publish(room.code, outcome)
         await session.reply(RoomSnapshot(None, await node.commands.snapshot(session)))

@@ -3,10 +3,10 @@
 The node is the adapter around the pure room state machine (:mod:`.room`) and the
 engine. Its parts live in modules named for them: :mod:`.identity` (hello),
 :mod:`.commands` (rooms and snapshots), :mod:`.moves` (the move's way, and reports of
-standings), :mod:`.fanout` (room events out to local members) and
-:mod:`.daily_commands` (the daily challenge). Each room it holds is one
-:class:`~.local_room.LocalRoom`. It knows nothing of websockets: a :class:`Session` is
-given callables to send frames with.
+standings), :mod:`.fanout` (room events out to local members),
+:mod:`.daily_commands` (the daily challenge) and :mod:`.accounts` (accounts). Each
+room it holds is one :class:`~.local_room.LocalRoom`. It knows nothing of websockets:
+a :class:`Session` is given callables to send frames with.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from typing import Any
 import structlog
 
 from ..protocol import (
+    ChangePassword,
+    Claim,
     CreateRoom,
+    DeleteAccount,
     Error,
     ErrorCode,
     GetLeaderboard,
@@ -32,12 +35,14 @@ from ..protocol import (
     ProtocolError,
     Rematch,
     Resign,
+    RevokeTokens,
     SetReady,
     StartDaily,
     StartRace,
     Sync,
 )
 from . import room as rooms
+from .accounts import Accounts
 from .admin import Admin
 from .backends import Backend, BackendUnavailable
 from .budgets import Guard
@@ -103,6 +108,7 @@ class Node:
         self.guard = Guard(self.config, backend)
         self.admin = Admin(self)
         self.identity = Identity(self)
+        self.accounts = Accounts(self)
         self.commands = RoomCommands(self)
         self.moves = MovePath(self)
         self.fanout = FanOut(self)
@@ -120,6 +126,10 @@ class Node:
             Sync: self.commands.sync,
             StartDaily: self.daily.start,
             GetLeaderboard: self.daily.leaderboard,
+            Claim: self.accounts.claim,
+            ChangePassword: self.accounts.change_password,
+            RevokeTokens: self.accounts.revoke_tokens,
+            DeleteAccount: self.accounts.delete_account,
             Ping: self.commands.ping,
         }
 
@@ -160,6 +170,7 @@ class Node:
         if self.backend.in_process:
             with contextlib.suppress(BackendUnavailable):
                 self.backend.note_alive(self.now_ms())
+        self.accounts.close()
         await self.backend.close()
 
     @property

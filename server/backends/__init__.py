@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from .base import Backend, BackendUnavailable, EventHandler, ResyncHandler, RoomUpdate
+from .base import (
+    AccountRecord,
+    Backend,
+    BackendUnavailable,
+    EventHandler,
+    ResyncHandler,
+    RoomUpdate,
+)
 from .embedded import EmbeddedBackend
 
 __all__ = [
+    "AccountRecord",
     "Backend",
     "BackendUnavailable",
     "EmbeddedBackend",

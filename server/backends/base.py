@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 from ..daily import Entry
 from ..room import Outcome, Room
 
-__all__ = ["Backend", "BackendUnavailable", "EventHandler", "ResyncHandler", "RoomUpdate"]
+__all__ = [
+    "AccountRecord",
+    "Backend",
+    "BackendUnavailable",
+    "EventHandler",
+    "ResyncHandler",
+    "RoomUpdate",
+]
 
 EventHandler = Callable[[str, dict[str, Any]], None]
 """Called with a room code and an event's plain data, in publishing order."""
@@ -28,6 +36,16 @@ RoomUpdate = Callable[[Room], Outcome]
 
 class BackendUnavailable(Exception):
     """The backend cannot be reached now; nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class AccountRecord:
+    """An identity that is an account: its name, password hash and when it was made (ms)."""
+
+    player_id: str
+    name: str
+    password_hash: str
+    created_ms: int
 
 
 class Backend(ABC):
@@ -139,7 +157,40 @@ class Backend(ABC):
 
     async def account_created_ms(self, player_id: str) -> int | None:
         """When the identity became an account (ms), or None for a guest."""
-        return None
+        record = await self.account(player_id)
+        return None if record is None else record.created_ms
+
+    # accounts ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def account(self, player_id: str) -> AccountRecord | None:
+        """The identity's account, or None for a guest (or an unknown player)."""
+
+    @abstractmethod
+    async def account_named(self, keys: Collection[str]) -> str | None:
+        """The player id of the account whose name has one of ``keys`` (see
+        :func:`..names.name_keys`), or None."""
+
+    @abstractmethod
+    async def create_account(
+        self, player_id: str, name: str, keys: Collection[str], password_hash: str, now_ms: int
+    ) -> bool:
+        """Make a known guest an account under ``name``, never to expire; False (nothing
+        changed) if another account's name has one of ``keys``, or the player is unknown."""
+
+    @abstractmethod
+    async def set_password(
+        self, player_id: str, old_hash: str, new_hash: str, *, revoke: bool = True
+    ) -> int | None:
+        """Replace the account's password hash if it is still ``old_hash``, and with
+        ``revoke`` move its token generation on; the generation now, or None if the
+        hash was another (or there is no such account)."""
+
+    @abstractmethod
+    async def delete_account(self, player_id: str, name: str) -> bool:
+        """Delete the account and its identity (its tokens stop working), and anonymise
+        its daily entries: each day's get ``name`` and a fresh player id that names no
+        one; the player's history goes. False if there is no such account."""
 
     @abstractmethod
     async def revoke_player(self, player_id: str) -> bool:

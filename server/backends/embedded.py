@@ -37,6 +37,7 @@ from ...protocol import ErrorCode, ProtocolError
 from ..daily import Entry
 from ..room import Outcome, Room, RoomState
 from .base import Backend, BackendUnavailable, EventHandler, RoomUpdate
+from .embedded_accounts import ACCOUNTS_SCHEMA, EmbeddedAccountsMixin
 
 __all__ = ["EmbeddedBackend"]
 
@@ -151,7 +152,7 @@ def _pack(data: Any) -> bytes:
     return packed
 
 
-class EmbeddedBackend(Backend):
+class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
     """Everything in this process; durable in ``data_dir/solrace.sqlite3``."""
 
     name = "embedded"
@@ -199,6 +200,7 @@ class EmbeddedBackend(Backend):
         # disk at every commit with the event loop blocked.
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(SCHEMA)
+        db.executescript(ACCOUNTS_SCHEMA)
         if "times" not in {row[1] for row in db.execute("PRAGMA table_info(logs)")}:
             db.execute("ALTER TABLE logs ADD COLUMN times TEXT NOT NULL DEFAULT ''")
         columns = {row[1] for row in db.execute("PRAGMA table_info(players)")}
@@ -434,9 +436,10 @@ class EmbeddedBackend(Backend):
         )
 
     async def expire_players(self, now_ms: int, ttl_s: float) -> int:
-        """Delete the players not seen for ``ttl_s`` who are in no room."""
+        """Delete the guests not seen for ``ttl_s`` who are in no room (accounts stay)."""
         cursor = self._write().execute(
-            "DELETE FROM players WHERE seen_ms < ? AND room IS NULL",
+            "DELETE FROM players WHERE seen_ms < ? AND room IS NULL "
+            "AND player_id NOT IN (SELECT player_id FROM accounts)",
             (now_ms - int(ttl_s * 1000),),
         )
         return cursor.rowcount

@@ -8,7 +8,9 @@ sharded SPUBLISH reaches the shard that SSUBSCRIBE listens on.
 key                                    holds
 =====================================  ==========================================
 ``P:secret``                           the token secret, set once by the first node
-``P:player:{ID}``                      hash: ``name``, ``room``
+``P:player:{ID}``                      hash: ``name``, ``room``, ``gen``; an account's also
+                                       ``account``, ``password``, ``created_ms``
+``P:{accounts}:names``                 hash: each form of an account's name -> player id
 ``P:{CODE}:room``                      hash: ``v`` (version), ``data`` (the record)
 ``P:{CODE}:logs``                      set of the room's move-log keys
 ``P:{CODE}:log:RACE:PLAYER``           stream: move number ``rev`` has id ``0-(rev+1)``
@@ -78,6 +80,7 @@ from redis.exceptions import (
 from ...protocol import ErrorCode, ProtocolError
 from ..room import Outcome, Room
 from .base import Backend, BackendUnavailable, EventHandler, ResyncHandler, RoomUpdate
+from .redis_accounts import RedisAccountsMixin
 from .redis_daily import RedisDailyMixin
 
 __all__ = ["RedisBackend", "cluster_url"]
@@ -234,7 +237,7 @@ class _Shard:
         self.delay = delay
 
 
-class RedisBackend(RedisDailyMixin, Backend):
+class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     """Rooms, logs, players and results in Redis; room events over sharded pub/sub.
 
     ``url`` names one Redis (``redis://``, ``rediss://``, ``unix://``) or, with
@@ -484,11 +487,6 @@ class RedisBackend(RedisDailyMixin, Backend):
                 return False
             await self._redis.hincrby(key, "gen", 1)
         return True
-
-    async def touch_player(self, player_id: str, now_ms: int, ttl_s: float) -> None:
-        """PEXPIRE the player's hash: Redis forgets a guest not seen for ``ttl_s``."""
-        with self._guard():
-            await self._redis.pexpire(self._player_key(player_id), int(ttl_s * 1000))
 
     async def set_player_room(self, player_id: str, code: str | None) -> None:
         """Remember the player's room, or forget it."""
