@@ -196,6 +196,10 @@ return nil
 """
 
 
+_Append = tuple[list[str], list[Any], "asyncio.Future[int]"]
+"""A move's append waiting for its pass's round trip: keys, args, and its answer."""
+
+
 def _pack(data: Any) -> bytes:
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
@@ -333,6 +337,10 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
+        self._appends: list[_Append] = []  # asked for in this pass, not yet sent
+        self._sending: set[asyncio.Task[None]] = set()
+        self.append_round_trips = 0
+        """How many round trips the appends took (a pass's appends share one)."""
         self._spend = self._redis.register_script(_SPEND)
         self._secret = b""
         self._handlers: dict[bytes, tuple[str, EventHandler]] = {}
@@ -595,14 +603,61 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     async def append_move(
         self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
     ) -> None:
-        """XADD move number ``rev``, refusing a gap or a rewrite (the same move again is kept)."""
-        with self._guard():
-            length = await self._append_move(
-                keys=[self._log_key(code, race, player_id), self._room_key(code, "logs")],
-                args=[rev, rev + 1, move, self.room_ttl_ms, at_ms],
-            )
-        if int(length) >= 0:
+        """XADD move number ``rev``, refusing a gap or a rewrite (the same move again is kept).
+
+        The appends asked for in one pass of the event loop go to Redis together, in one
+        round trip (a pipeline of the script's calls; on a cluster, one call each, sent
+        at once); each waits for its own answer before it returns.
+        """
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[int] = loop.create_future()
+        keys = [self._log_key(code, race, player_id), self._room_key(code, "logs")]
+        self._appends.append((keys, [rev, rev + 1, move, self.room_ttl_ms, at_ms], answer))
+        if len(self._appends) == 1:
+            loop.call_soon(self._send_appends)
+        length = await answer
+        if length >= 0:
             raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
+
+    def _send_appends(self) -> None:
+        batch, self._appends = self._appends, []
+        task = asyncio.ensure_future(self._run_appends(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _run_appends(self, batch: list[_Append]) -> None:
+        """One round trip for the pass's appends; each answer to its own caller."""
+        self.append_round_trips += 1
+        try:
+            with self._guard():
+                if isinstance(self._redis, RedisCluster):
+                    answers: list[Any] = await asyncio.gather(
+                        *(self._append_move(keys=keys, args=args) for keys, args, _ in batch),
+                        return_exceptions=True,
+                    )
+                else:
+                    async with self._redis.pipeline(transaction=False) as pipe:
+                        for keys, args, _ in batch:
+                            await self._append_move(keys=keys, args=args, client=pipe)
+                        answers = await pipe.execute(raise_on_error=False)
+        except BaseException as error:
+            for _, _, answer in batch:
+                if not answer.done():
+                    answer.set_exception(
+                        error if isinstance(error, Exception) else BackendUnavailable(str(error))
+                    )
+            if not isinstance(error, Exception):
+                raise
+            return
+        for (_, _, answer), result in zip(batch, answers, strict=True):
+            if answer.done():
+                continue
+            if isinstance(result, UNAVAILABLE_ERRORS):
+                answer.set_exception(BackendUnavailable(f"redis: {result}"))
+            elif isinstance(result, BaseException):
+                answer.set_exception(result)
+            else:
+                answer.set_result(int(result))
 
     async def log_length(self, code: str, race: int, player_id: str) -> int:
         """XLEN of the player's stream."""

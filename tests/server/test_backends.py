@@ -487,3 +487,26 @@ async def test_a_move_log_keeps_each_moves_time_in_the_race(backend: Backend) ->
         ("u", 4_321),
     ]
     assert await backend.read_moves(CODE, 1, "alice") == ["d", "w-f", "u"]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_the_appends_of_one_pass_go_to_redis_in_one_round_trip(backend: Backend) -> None:
+    from solrace.server.backends.redis import RedisBackend
+
+    assert isinstance(backend, RedisBackend)
+    await backend.create_room(new_room())
+    before = backend.append_round_trips
+    players = [f"p{n}" for n in range(40)]
+    await asyncio.gather(*(backend.append_move(CODE, 1, p, 0, "d", 7) for p in players))
+    assert backend.append_round_trips == before + 1
+    for player in players:
+        assert await backend.read_timed_moves(CODE, 1, player) == [("d", 7)]
+    # Each is answered on its own: a gap in one refuses that one alone.
+    results = await asyncio.gather(
+        backend.append_move(CODE, 1, "p0", 1, "u", 9),
+        backend.append_move(CODE, 1, "p1", 5, "u", 9),  # a gap
+        return_exceptions=True,
+    )
+    assert results[0] is None
+    assert isinstance(results[1], ProtocolError) and results[1].code is ErrorCode.STALE_REVISION
+    assert backend.append_round_trips == before + 2
