@@ -23,7 +23,7 @@ process drives them. Two phases:
 
 Each phase warms up first (``--warmup`` seconds), and reads the CPU time that each node
 and Redis used from /proc, given as milliseconds per move. The nodes are configured like
-``solrace serve --redis URL``, except that the per-connection rate limit is lifted (a
+``solrace serve --redis URL``, except that the message rates and budgets are lifted (a
 closed loop would otherwise measure the limiter's policy) and ``--progress-interval``,
 if given, replaces ``progress_interval_s``. Redis keeps nothing on disk here, so that the
 figures are the server's and not the disk's.
@@ -102,6 +102,7 @@ def percentile(values: list[float], p: float) -> float:
 async def _node(redis_url: str, progress_interval: float | None) -> None:
     from solrace.protocol import Limits
     from solrace.server import Node, ServerConfig, SolraceServer, make_backend
+    from solrace.server.config import Budgets
     from solrace.server.logs import configure_logging
 
     configure_logging("json")
@@ -110,6 +111,7 @@ async def _node(redis_url: str, progress_interval: float | None) -> None:
         port=0,
         redis_url=redis_url,
         limits=Limits(messages_per_second=1e9, burst=1 << 30),
+        budgets=Budgets.lifted(),
     )
     if progress_interval is not None:
         config = replace(config, progress_interval_s=progress_interval)

@@ -35,8 +35,8 @@ The harness speaks just enough websocket by hand (binary frames masked with a ze
 ping, close) on ``asyncio.Protocol`` connections, with msgpack payloads, so that a
 harness core can keep up with a server core. Every address is loopback; the solrace
 server is configured like ``solrace serve`` on the embedded backend, except that the
-per-connection rate limit is lifted (a closed loop would otherwise measure the
-limiter's policy, not the server).
+message rates and the budgets are lifted (a closed loop from one address would otherwise
+measure the limiter's policy, not the server).
 
 A readable table and progress lines go to stderr; the last line of stdout holds the
 headline figures as ``key=value`` pairs.
@@ -120,6 +120,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
     from solrace.protocol import Limits
     from solrace.server import Node, ServerConfig, SolraceServer, make_backend
+    from solrace.server.config import Budgets
     from solrace.server.logs import configure_logging
 
     kind, data_dir, profile_path = args.serve, args.data_dir, args.profile
@@ -150,6 +151,7 @@ async def _serve(args: argparse.Namespace) -> None:
             port=0,
             data_dir=data_dir,
             limits=Limits(messages_per_second=1e9, burst=1 << 30),
+            budgets=Budgets.lifted(),
         )
         solrace = SolraceServer(Node(make_backend(config), config), config)
         await solrace.start()

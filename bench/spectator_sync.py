@@ -46,6 +46,7 @@ from fanout import HOST, cpu_s, free_port  # noqa: E402 (bench/ is on the path o
 async def _serve(port: int, data_dir: str, redis_url: str | None) -> None:
     from solrace.protocol import Limits
     from solrace.server import Node, ServerConfig, SolraceServer, make_backend
+    from solrace.server.config import Budgets
     from solrace.server.logs import configure_logging
 
     configure_logging("json")
@@ -55,6 +56,7 @@ async def _serve(port: int, data_dir: str, redis_url: str | None) -> None:
         data_dir=Path(data_dir),
         redis_url=redis_url,
         limits=Limits(messages_per_second=1e9, burst=1 << 30),
+        budgets=Budgets.lifted(),
     )
     server = SolraceServer(Node(make_backend(config), config), config)
     await server.start()

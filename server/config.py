@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..protocol import Limits
@@ -82,6 +82,19 @@ class Budgets:
     """The shortest time between two ``members`` events of a room sent by one node to its
     members: a room whose members come and go fast gets the latest list, not every one."""
 
+    @classmethod
+    def lifted(cls) -> Budgets:
+        """Budgets out of the way, for a benchmark or a load test against a node of one's
+        own (its many clients come from one address); never for a node people use."""
+        big = 1 << 30
+        return cls(
+            **{
+                f.name: (0.0 if f.name == "members_interval_s" else type(f.default)(big))
+                for f in fields(cls)
+                if f.name != "heavy_request_cost"
+            }
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
@@ -145,6 +158,12 @@ class ServerConfig:
     max_players_per_room: int = 8
     """The highest ``max_players`` a room may ask for."""
     max_spectators_per_room: int = 32
+    spectators_default: str = "after"
+    """The spectator setting of a room whose creator names none (or sends the old ``true``):
+    ``live``, ``delayed``, ``after`` or ``off``. A room's code is a link anyone may be sent,
+    and ``after`` is the one setting that shows no board of a running race."""
+    max_spectator_delay_s: int = 300
+    """The longest ``spectator_delay`` a room may ask for (the shortest is 10 seconds)."""
     resume_grace_s: float = 60.0
     """How long a dropped player may resume before counting as resigned."""
     max_time_limit_s: int = 3600
@@ -157,6 +176,15 @@ class ServerConfig:
     and member. 0 reports every move."""
     daily_time_limit_s: int = 1800
     """The time limit of an attempt at the daily deal."""
+    daily_account_age_days: int = 1
+    """A new account's daily attempts are ranked from this many days (UTC dates) after the
+    day it was made (1: from its second day); before, they are kept, unranked."""
+    daily_flag_median_ms: int = 150
+    """A person's ranked daily attempt whose median time between moves is under this
+    (over ``daily_flag_min_moves`` moves or more) is flagged: kept off the board until an
+    operator reviews it. 0 flags none."""
+    daily_flag_min_moves: int = 20
+    """The fewest moves an attempt needs before its pace can flag it."""
     max_write_buffer: int = 1 << 20
     """Bytes queued to a slow client before it is closed (it may resume)."""
     ping_interval_s: float | None = 20.0
