@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ..engine import VARIANTS
+from .logins import stored_login
 
 __all__ = ["register"]
 
@@ -53,6 +54,12 @@ def _color(args: argparse.Namespace) -> bool:
     return not args.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
 
 
+def _token(url: str) -> str | None:
+    """The token of the account logged in to the server (``solrace login``), if any."""
+    login = stored_login(url)
+    return None if login is None else login["token"]
+
+
 def _play(args: argparse.Namespace) -> int:
     from .terminal import StdConsole, play
 
@@ -69,6 +76,7 @@ def _play(args: argparse.Namespace) -> int:
             args.url,
             StdConsole(color),
             name=name,
+            token=_token(args.url),
             join=args.join,
             variant=args.variant,
             settings=settings,
@@ -81,7 +89,16 @@ def _watch(args: argparse.Namespace) -> int:
     from .terminal import StdConsole, watch
 
     color = _color(args)
-    return asyncio.run(watch(args.url, args.code, StdConsole(color), name=args.name, color=color))
+    return asyncio.run(
+        watch(
+            args.url,
+            args.code,
+            StdConsole(color),
+            name=args.name,
+            token=_token(args.url),
+            color=color,
+        )
+    )
 
 
 def _daily(args: argparse.Namespace) -> int:
@@ -90,5 +107,12 @@ def _daily(args: argparse.Namespace) -> int:
     color = _color(args)
     name = args.name or getpass.getuser()
     return asyncio.run(
-        daily(args.url, StdConsole(color), name=name, variant=args.variant, color=color)
+        daily(
+            args.url,
+            StdConsole(color),
+            name=name,
+            token=_token(args.url),
+            variant=args.variant,
+            color=color,
+        )
     )

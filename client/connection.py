@@ -24,8 +24,11 @@ from websockets.typing import Subprotocol
 
 from ..protocol import (
     MSGPACK_SUBPROTOCOL,
+    ChangePassword,
+    Claim,
     Codec,
     CreateRoom,
+    DeleteAccount,
     GetLeaderboard,
     Hello,
     JoinRoom,
@@ -35,6 +38,7 @@ from ..protocol import (
     Rematch,
     Request,
     Resign,
+    RevokeTokens,
     SetReady,
     StartDaily,
     StartRace,
@@ -85,10 +89,17 @@ class Client:
         resume_timeout: float = 30.0,
         request_timeout: float = 30.0,
         legal_moves: bool = True,
+        account: str | None = None,
+        password: str | None = None,
+        bot: bool = False,
     ) -> None:
         self.url = url
         self.name = name
         self.token = token
+        self.bot = bot
+        self.account: dict[str, Any] | None = None
+        """The identity's account (``name``, ``created_ms``), or None for a guest."""
+        self._login = (account, password) if account is not None else None
         self.subprotocol = subprotocol
         self.resume = resume
         self.resume_timeout = resume_timeout
@@ -131,7 +142,14 @@ class Client:
             open_timeout=10,
         )
         self._ws = ws
-        hello = Hello(0, self.name, self.token, self.legal_moves)
+        if self.token is None and self._login is not None:
+            # Log in once; a resume then goes with the token, as any other.
+            account, password = self._login
+            hello = Hello(
+                0, legal_moves=self.legal_moves, account=account, password=password, bot=self.bot
+            )
+        else:
+            hello = Hello(0, self.name, self.token, self.legal_moves, bot=self.bot)
         await ws.send(self.codec.encode_request(hello))
         while True:
             reply = self._decode(await ws.recv())
@@ -154,6 +172,8 @@ class Client:
         self.player_id = reply["player_id"]
         self.name = reply["name"]
         self.token = reply["token"]
+        self.account = reply.get("account")
+        self._login = None  # the password is not kept once the token is had
         self.server = reply.get("server")
         self._connected.set()
         return reply
@@ -439,3 +459,33 @@ class Client:
     async def ping(self) -> None:
         """Round-trip a ping."""
         await self.request(Ping(self._id()))
+
+    # -- accounts ------------------------------------------------------------------------
+
+    def _took_account(self, reply: dict[str, Any]) -> dict[str, Any]:
+        self.token = reply["token"]
+        self.name = reply["name"]
+        self.account = {"name": reply["name"], "created_ms": reply["created_ms"]}
+        return reply
+
+    async def claim(self, password: str) -> dict[str, Any]:
+        """Make this guest an account under its display name; return the ``account`` reply
+        (``name``, ``created_ms``, ``token``)."""
+        return self._took_account(await self.request(Claim(self._id(), password)))
+
+    async def change_password(self, old: str, new: str) -> dict[str, Any]:
+        """Change the account's password: every other device is logged out; this client
+        goes on with the fresh token of the reply."""
+        return self._took_account(await self.request(ChangePassword(self._id(), old, new)))
+
+    async def revoke_tokens(self) -> dict[str, Any]:
+        """Make every token of the account given so far stop working, but this client's
+        fresh one."""
+        return self._took_account(await self.request(RevokeTokens(self._id())))
+
+    async def delete_account(self, password: str) -> None:
+        """Delete the account (its daily entries are anonymised); the server then closes
+        the connection."""
+        await self.request(DeleteAccount(self._id(), password))
+        self.token = None
+        self.account = None

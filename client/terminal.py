@@ -271,6 +271,7 @@ async def play(
             room = await client.create_room(variant, **(settings or {}))
     except (ServerError, OSError) as error:
         console.write(f"could not {'join' if join else 'create'} the room: {error}")
+        _stale_login(console, error, token)
         await client.close()
         return 1
     console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
@@ -305,14 +306,29 @@ def render_board(board: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def daily(url: str, console: Console, *, name: str, variant: str, color: bool = False) -> int:
+def _stale_login(console: Console, error: Exception, token: str | None) -> None:
+    """Say what to do when the token kept by ``solrace login`` no longer works."""
+    if token is not None and isinstance(error, ServerError) and error.code == "bad_token":
+        console.write("the login kept for this server no longer works: solrace login again")
+
+
+async def daily(
+    url: str,
+    console: Console,
+    *,
+    name: str,
+    variant: str,
+    token: str | None = None,
+    color: bool = False,
+) -> int:
     """Play today's daily deal of ``variant`` in the terminal, then show the leaderboard."""
-    client = Client(url, name=name)
+    client = Client(url, name=name, token=token)
     try:
         await client.connect()
         room = await client.daily(variant)
     except (ServerError, OSError) as error:
         console.write(f"could not start the daily deal: {error}")
+        _stale_login(console, error, token)
         await client.close()
         return 1
     settings = room["settings"]
@@ -353,15 +369,22 @@ async def daily(url: str, console: Console, *, name: str, variant: str, color: b
 
 
 async def watch(
-    url: str, code: str, console: Console, *, name: str = "spectator", color: bool = False
+    url: str,
+    code: str,
+    console: Console,
+    *,
+    name: str = "spectator",
+    token: str | None = None,
+    color: bool = False,
 ) -> int:
     """Watch a room as a spectator until its race is over."""
-    client = Client(url, name=name)
+    client = Client(url, name=name, token=token)
     try:
         await client.connect()
         room = await client.join(code, role="spectator")
     except (ServerError, OSError) as error:
         console.write(f"could not watch room {code}: {error}")
+        _stale_login(console, error, token)
         await client.close()
         return 1
     console.write(f"watching room {room['code']} ({room['settings']['variant']})")

@@ -90,7 +90,8 @@ _WRONG = "wrong account name or password"
 
 
 def _budget_key(keys: frozenset[str]) -> str:
-    """The key the account budgets of a name are kept under (any form of it alike)."""
+    """The key the account budgets of a name that is no account's are kept under (an
+    account's are kept under its player id, whatever form of its name a login gives)."""
     return hashlib.sha256(min(keys).encode()).hexdigest()[:32]
 
 
@@ -142,7 +143,8 @@ class Accounts:
         """Spend the password-check budgets (of the address and of the account), then
         check the password against the account's (none: a wrong one)."""
         node = self.node
-        await node.guard.spend(session, node.guard.logins, node.now_ms(), account=_budget_key(keys))
+        account = record.player_id if record is not None else _budget_key(keys)
+        await node.guard.spend(session, node.guard.logins, node.now_ms(), account=account)
         try:
             normal = check_password(password)
         except ProtocolError:

@@ -23,6 +23,7 @@ COMMAND_MODULES: list[str] = [
     "solrace.cli_engine",
     "solrace.server.cli",
     "solrace.client.cli",
+    "solrace.cli_account",
     "solrace.cli_leaderboard",
     "solrace.cli_admin",
 ]

@@ -34,6 +34,9 @@ LOOSE_BUDGETS = Budgets(
     identities_per_hour=1 << 20,
     daily_starts_per_day=1 << 20,
     address_daily_starts_per_day=1 << 20,
+    logins_per_minute=1 << 20,
+    account_logins_per_hour=1 << 20,
+    accounts_per_day=1 << 20,
     members_interval_s=0.0,
 )
 

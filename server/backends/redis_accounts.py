@@ -71,28 +71,33 @@ if redis.call('HEXISTS', KEYS[1], 'created_ms') == 1 then return redis.call('PER
 return redis.call('PEXPIRE', KEYS[1], ARGV[1])
 """
 
-# KEYS: a day's attempts, all, entries and board; ARGV: old id, new id, the ranked entry
-# as rewritten ('' if none), then attempt number and rewritten entry pairs. What is no
-# longer under the old id (a run before this one) is left as it is.
+# KEYS: a day's hashes keyed by player id (NH of them), its sorted sets keyed by player id
+# (NZ), then its hash of every attempt; ARGV: old id, new id, NH, NZ, each hash's value
+# under the new id ('' keeps the stored one), then attempt number and rewritten entry
+# pairs. What is no longer under the old id (a run before this one) is left as it is.
 _ANONYMISE_DAY = """
 local old, new = ARGV[1], ARGV[2]
-local count = redis.call('HGET', KEYS[1], old)
-if count then
-  redis.call('HDEL', KEYS[1], old)
-  redis.call('HSET', KEYS[1], new, count)
-end
-for i = 4, #ARGV, 2 do
-  if redis.call('HDEL', KEYS[2], old .. ':' .. ARGV[i]) == 1 then
-    redis.call('HSET', KEYS[2], new .. ':' .. ARGV[i], ARGV[i + 1])
+local nh, nz = tonumber(ARGV[3]), tonumber(ARGV[4])
+for i = 1, nh do
+  local value = redis.call('HGET', KEYS[i], old)
+  if value then
+    redis.call('HDEL', KEYS[i], old)
+    if ARGV[4 + i] ~= '' then value = ARGV[4 + i] end
+    redis.call('HSET', KEYS[i], new, value)
   end
 end
-if redis.call('HDEL', KEYS[3], old) == 1 and ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[3], new, ARGV[3])
+for i = nh + 1, nh + nz do
+  local score = redis.call('ZSCORE', KEYS[i], old)
+  if score then
+    redis.call('ZREM', KEYS[i], old)
+    redis.call('ZADD', KEYS[i], score, new)
+  end
 end
-local score = redis.call('ZSCORE', KEYS[4], old)
-if score then
-  redis.call('ZREM', KEYS[4], old)
-  redis.call('ZADD', KEYS[4], score, new)
+local all = KEYS[nh + nz + 1]
+for j = 5 + nh, #ARGV, 2 do
+  if redis.call('HDEL', all, old .. ':' .. ARGV[j]) == 1 then
+    redis.call('HSET', all, new .. ':' .. ARGV[j], ARGV[j + 1])
+  end
 end
 return 1
 """
@@ -241,32 +246,44 @@ class RedisAccountsMixin:
     async def _anonymise_day(
         self, player_id: str, date: str, variant: str, fields: dict[str, str], name: str
     ) -> None:
-        """One day's entries of the player under a fresh id and ``name``."""
+        """One day's entries of the player under a fresh id and ``name``: every attempt,
+        the ranked one on its board (the people's or the bots') or in review."""
         anonymous = secrets.token_hex(8)  # a player id, of no one
         attempts: list[str] = []
         for data in fields.values():
             entry = json.loads(data)
             attempts += [str(entry["attempt"]), _anonymised(data, anonymous, name)]
+        entries = [self._day(date, variant, f"{board}entries") for board in BOARDS]
+        flagged = self._day(date, variant, "flagged")
+        hashes = [self._day(date, variant, "attempts"), *entries, flagged]
+        boards = [self._day(date, variant, f"{board}board") for board in BOARDS]
         with self._guard():
-            ranked = await self._redis.hget(self._day(date, variant, "entries"), player_id)
-            best_old, best_new = f"{date}:{player_id}", f"{date}:{anonymous}"
-            best = await self._redis.hget(self._best(variant, "entries"), best_old)
+            values: list[str] = [""]  # the attempts' count goes as it is
+            for key in [*entries, flagged]:
+                raw = await self._redis.hget(key, player_id)
+                values.append("" if raw is None else _anonymised(str(_text(raw)), anonymous, name))
             await self._script("anonymise_day", _ANONYMISE_DAY)(
-                keys=[self._day(date, variant, kind) for kind in DAY_KINDS],
-                args=[
-                    player_id,
-                    anonymous,
-                    "" if ranked is None else _anonymised(str(_text(ranked)), anonymous, name),
-                    *attempts,
-                ],
+                keys=[*hashes, *boards, self._day(date, variant, "all")],
+                args=[player_id, anonymous, len(hashes), len(boards), *values, *attempts],
             )
-            if best is not None:
-                await self._script("anonymise_best", _ANONYMISE_BEST)(
-                    keys=[self._best(variant, "entries"), self._best(variant, "board")],
-                    args=[best_old, best_new, _anonymised(str(_text(best)), anonymous, name)],
-                )
+            if values[-1]:  # the ranked entry waits for review: the review list names it
+                review = f"{self.prefix}:daily:flagged"
+                if await self._redis.srem(review, f"{date}|{variant}|{player_id}"):
+                    await self._redis.sadd(review, f"{date}|{variant}|{anonymous}")
+            best_old, best_new = f"{date}:{player_id}", f"{date}:{anonymous}"
+            for board in BOARDS:
+                best = await self._redis.hget(self._best(variant, f"{board}entries"), best_old)
+                if best is not None:
+                    await self._script("anonymise_best", _ANONYMISE_BEST)(
+                        keys=[
+                            self._best(variant, f"{board}entries"),
+                            self._best(variant, f"{board}board"),
+                        ],
+                        args=[best_old, best_new, _anonymised(str(_text(best)), anonymous, name)],
+                    )
             await self._redis.hdel(self._history(player_id), *fields)
 
 
-DAY_KINDS = ("attempts", "all", "entries", "board")
-"""A day's keys that name a player, in the order :data:`_ANONYMISE_DAY` takes them."""
+BOARDS = ("", "bots:")
+"""The prefixes of the daily boards' keys (the people's, the bots'), as
+:class:`~.redis_daily.RedisDailyMixin` names them: each day, and each variant's best."""

@@ -1,0 +1,83 @@
+"""Logins the command line keeps: one token per server URL, in a file only its user reads.
+
+The file is ``$XDG_CONFIG_HOME/solrace/logins.json`` (``~/.config/solrace/logins.json``
+without the variable), mode 0600 in a folder of mode 0700, written whole and renamed into
+place. It maps each server URL to ``{"token": ..., "account": ...}``. A token stands for
+the account until its password changes or its tokens are revoked; no password is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["forget_login", "logins_path", "normal_url", "store_login", "stored_login"]
+
+
+def logins_path() -> Path:
+    """The file of kept logins."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "solrace" / "logins.json"
+
+
+def normal_url(url: str) -> str:
+    """A server URL as logins are kept under: scheme and host in lower case, a path of
+    at least ``/`` (``ws://HOST:8765`` and ``ws://host:8765/`` are one server)."""
+    parts = urllib.parse.urlsplit(url.strip())
+    return urllib.parse.urlunsplit(
+        (parts.scheme.lower(), parts.netloc.lower(), parts.path or "/", parts.query, "")
+    )
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save(path: Path, logins: dict[str, Any]) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".logins.", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(logins, f, indent=2, sort_keys=True)
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def stored_login(url: str) -> dict[str, str] | None:
+    """The login kept for a server (``token`` and ``account``), or None."""
+    login = _load(logins_path()).get(normal_url(url))
+    if not isinstance(login, dict) or not isinstance(login.get("token"), str):
+        return None
+    return {"token": login["token"], "account": str(login.get("account", ""))}
+
+
+def store_login(url: str, token: str, account: str) -> Path:
+    """Keep a server's login (replacing one kept before); the file it is in."""
+    path = logins_path()
+    logins = _load(path)
+    logins[normal_url(url)] = {"token": token, "account": account}
+    _save(path, logins)
+    return path
+
+
+def forget_login(url: str) -> bool:
+    """Forget a server's login; False if none was kept."""
+    path = logins_path()
+    logins = _load(path)
+    if logins.pop(normal_url(url), None) is None:
+        return False
+    _save(path, logins)
+    return True
