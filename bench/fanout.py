@@ -332,6 +332,7 @@ async def open_room(players: list[Conn], spectators: Sequence[Conn] = ()) -> str
             "type": "create_room",
             "variant": "canfield",
             "max_players": len(players),
+            "spectators": "live",  # the latency measured is of the boards spectators see
             "undo": True,
             "time_limit": 3600,
             "countdown": 0,

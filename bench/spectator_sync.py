@@ -142,7 +142,7 @@ async def measure(kind: str, args: argparse.Namespace, workdir: Path) -> float:
             await eve.connect()
             stack.push_async_callback(ann.close)
             stack.push_async_callback(eve.close)
-            room = await ann.create_room("canfield", countdown=0, undo=True)
+            room = await ann.create_room("canfield", countdown=0, undo=True, spectators="live")
             await eve.join(room["code"], role="spectator")
             await ann.start()
             await ann.next_event("race_started")

@@ -30,6 +30,20 @@ def register(subparsers: Any) -> None:
     play.add_argument("--time-limit", type=int, default=900, metavar="SECONDS")
     play.add_argument("--countdown", type=int, default=3, metavar="SECONDS")
     play.add_argument("--no-undo", action="store_true", help="turn undo off in the new room")
+    play.add_argument(
+        "--spectators",
+        choices=("live", "delayed", "after", "off"),
+        default=None,
+        help="who may watch the new room: every board live (for friends), boards delayed, "
+        "boards only after the race, or no one (the server's default: after)",
+    )
+    play.add_argument(
+        "--spectator-delay",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="how late a delayed room shows the boards (10 to 300; 30)",
+    )
     play.add_argument("--no-color", action="store_true", help="no ANSI colours")
     play.set_defaults(func=_play)
     daily: argparse.ArgumentParser = subparsers.add_parser(
@@ -70,6 +84,10 @@ def _play(args: argparse.Namespace) -> int:
         "countdown": args.countdown,
         "undo": not args.no_undo,
     }
+    if args.spectators is not None:
+        settings["spectators"] = args.spectators
+    if args.spectator_delay is not None:
+        settings["spectator_delay"] = args.spectator_delay
     color = _color(args)
     return asyncio.run(
         play(

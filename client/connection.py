@@ -40,6 +40,7 @@ from ..protocol import (
     Resign,
     RevokeTokens,
     SetReady,
+    SetSettings,
     StartDaily,
     StartRace,
     Sync,
@@ -304,6 +305,9 @@ class Client:
             self.seq = seq
         if kind == "race_started" and "view" in data:
             self.view, self.rev = data["view"], data.get("rev", 0)
+        if kind == "members" and self.player_id in (data.get("removed") or {}):
+            self.room = None  # put out of the room (spectators turned off): not rejoined
+            self._spectating = None
         self._events.put_nowait(data)
 
     def _take_ack(self, ack: dict[str, Any]) -> None:
@@ -382,7 +386,8 @@ class Client:
         return next(self._ids)
 
     async def create_room(self, variant: str, **settings: Any) -> dict[str, Any]:
-        """Create a room (settings: max_players, spectators, undo, time_limit, countdown)."""
+        """Create a room (settings: max_players, spectators, spectator_delay, undo,
+        time_limit, countdown)."""
         reply = await self.request(CreateRoom(self._id(), variant, **settings))
         room: dict[str, Any] = reply["room"]
         return room
@@ -435,6 +440,14 @@ class Client:
     async def rematch(self) -> None:
         """Ask for a new race on a new deal."""
         await self.request(Rematch(self._id()))
+
+    async def set_settings(
+        self, spectators: str | None = None, spectator_delay: int | None = None
+    ) -> None:
+        """Change who may watch the room (host only, in the lobby or after a race):
+        ``spectators`` is ``live``, ``delayed``, ``after`` or ``off``; ``spectator_delay``
+        the seconds a ``delayed`` room holds boards back."""
+        await self.request(SetSettings(self._id(), spectators, spectator_delay))
 
     async def sync(self) -> dict[str, Any]:
         """Fetch a full snapshot of the room."""

@@ -20,6 +20,7 @@ __all__ = [
     "play",
     "render_progress",
     "render_results",
+    "render_spectators",
     "render_view",
     "watch",
 ]
@@ -29,6 +30,10 @@ RED, RESET = "\x1b[31m", "\x1b[0m"
 HELP = (
     "Type a number from the list, or a move such as t1-t3, t1-t3x2, w-f, d, rd;"
     " u undoes, 'resign' gives up, 'q' quits."
+)
+SPECTATORS_HELP = (
+    "the host sets who may watch, in the lobby: 'spectators live', 'spectators delayed 30'"
+    " (seconds), 'spectators after' or 'spectators off'"
 )
 
 
@@ -107,6 +112,20 @@ def render_progress(standing: dict[str, Any], names: dict[str, str]) -> str:
     )
 
 
+def render_spectators(settings: dict[str, Any]) -> str:
+    """The room's spectator setting, as everyone in the room is shown it."""
+    mode = settings.get("spectators")
+    if mode is True or mode is False:  # a server from before the modes
+        return f"spectators: {'on' if mode else 'off'}"
+    if mode == "live":
+        return "spectators: live (they see every board as it is played)"
+    if mode == "delayed":
+        return f"spectators: delayed (they see the boards {settings.get('spectator_delay')} s late)"
+    if mode == "after":
+        return "spectators: after (progress only; the boards once the race is over)"
+    return f"spectators: {mode}"
+
+
 def render_results(event: dict[str, Any]) -> str:
     """The ranked results of a race, with the revealed seed."""
     if event.get("daily"):
@@ -133,6 +152,19 @@ class _Session:
         self.names: dict[str, str] = {}
         self.racing = False
         self.finished = asyncio.Event()
+        self.spectators: str | None = None  # the setting line last shown
+
+    def show_spectators(self, settings: dict[str, Any]) -> None:
+        """Show the room's spectator setting, when it is new or has changed."""
+        line = render_spectators(settings)
+        if line != self.spectators:
+            self.spectators = line
+            self.console.write(line)
+
+    def show_boards(self, boards: dict[str, Any], note: str = "") -> None:
+        for player_id, board in boards.items():
+            self.console.write(f"--- {self.names.get(player_id, player_id)}{note}")
+            self.console.write(render_view(board, color=self.color))
 
     def show_board(self) -> None:
         view = self.client.view
@@ -148,7 +180,13 @@ class _Session:
         if kind == "members" and event.get("closed"):
             self.console.write(f"the room was closed: {event['closed']}")
             self.finished.set()
+        elif kind == "members" and me in (event.get("removed") or {}):
+            why = event["removed"][me]
+            reason = "the host turned spectators off" if why == "spectators_off" else why
+            self.console.write(f"you are out of the room: {reason}")
+            self.finished.set()
         elif kind == "members":
+            self.show_spectators(event["settings"])
             self.names = {m["player_id"]: m["name"] for m in event["members"]}
             who = ", ".join(
                 f"{m['name']}{' (host)' if m['player_id'] == event['host'] else ''}"
@@ -163,11 +201,11 @@ class _Session:
             self.names.update({p["player_id"]: p["name"] for p in event["players"]})
             self.console.write(f"race {event['race']} started: {event['variant']}")
             if "boards" in event:
-                for player_id, board in event["boards"].items():
-                    self.console.write(f"--- {self.names.get(player_id, player_id)}")
-                    self.console.write(render_view(board, color=self.color))
-            else:
+                self.show_boards(event["boards"])
+            elif "view" in event:
                 self.show_board()
+            else:
+                self.console.write("the boards are shown once the race is over")
         elif kind == "progress":
             for standing in event["players"]:
                 player_id = standing["player_id"]
@@ -176,8 +214,12 @@ class _Session:
                     self.console.write(render_view(standing["view"], color=self.color))
                 elif player_id != me:
                     self.console.write(render_progress(standing, self.names))
+        elif kind == "boards":
+            self.show_boards(event["boards"], f" ({event['delay']} s ago)")
         elif kind == "race_over":
             self.racing = False
+            if "boards" in event:
+                self.show_boards(event["boards"], " (final)")
             self.console.write(render_results(event))
             self.console.write("type 'rematch' for a new deal, or 'q' to quit")
             self.finished.set()
@@ -210,6 +252,13 @@ class _Session:
                 await self.client.start()
             elif text == "rematch":
                 await self.client.rematch()
+            elif text.split()[0] == "spectators":
+                words = text.split()
+                if len(words) not in (2, 3) or (len(words) == 3 and not words[2].isdigit()):
+                    self.console.write(SPECTATORS_HELP)
+                else:
+                    delay = int(words[2]) if len(words) == 3 else None
+                    await self.client.set_settings(words[1], delay)
             elif text == "resign":
                 await self.client.resign()
             elif text in ("board", "b"):
@@ -277,6 +326,9 @@ async def play(
     console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
     console.write("type 'ready' when you are (the host may type 'start'); 'help' lists moves")
     session = _Session(client, console, color)
+    session.show_spectators(room["settings"])
+    if room.get("host") == client.player_id:
+        console.write(SPECTATORS_HELP)
     session.names = {m["player_id"]: m["name"] for m in room["members"]}
     return await _run(session, interactive=True)
 
@@ -389,8 +441,7 @@ async def watch(
         return 1
     console.write(f"watching room {room['code']} ({room['settings']['variant']})")
     session = _Session(client, console, color)
+    session.show_spectators(room["settings"])
     session.names = {m["player_id"]: m["name"] for m in room["members"]}
-    for player_id, board in room.get("boards", {}).items():
-        console.write(f"--- {session.names.get(player_id, player_id)}")
-        console.write(render_view(board, color=color))
+    session.show_boards(room.get("boards", {}))
     return await _run(session, interactive=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -87,17 +88,32 @@ def _parse_int(text: str) -> Any:
     return int(text)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "int": (_is_int, "a whole number from 0"),
+    "bool": (_is_bool, "true or false"),
+    "str": (_is_str, "a string"),
+}
+
+
 def _check_value(name: str, kind: str, value: Any, limits: Limits) -> None:
-    if kind == "int":
-        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT
-        what = "a whole number from 0"
-    elif kind == "bool":
-        ok = isinstance(value, bool)
-        what = "true or false"
-    else:
-        ok = isinstance(value, str) or (kind == "str?" and value is None)
-        what = "a string"
+    """Refuse ``value`` unless it is of ``kind``: one kind or several joined by ``|``, and
+    with a trailing ``?`` also None."""
+    kinds = kind.rstrip("?").split("|")
+    ok = (kind.endswith("?") and value is None) or any(_KINDS[k][0](value) for k in kinds)
     if not ok:
+        what = " or ".join(_KINDS[k][1] for k in kinds)
         raise ProtocolError(ErrorCode.BAD_FIELD, f"field {name!r} must be {what}")
     if isinstance(value, str) and len(value) > limits.max_str_len:
         raise ProtocolError(ErrorCode.BAD_FIELD, f"field {name!r} is too long")

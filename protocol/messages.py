@@ -15,6 +15,7 @@ __all__ = [
     "REQUESTS",
     "Account",
     "Ack",
+    "Boards",
     "ChangePassword",
     "Claim",
     "Countdown",
@@ -41,6 +42,7 @@ __all__ = [
     "RoomSnapshot",
     "ServerMessage",
     "SetReady",
+    "SetSettings",
     "StartDaily",
     "StartRace",
     "Sync",
@@ -80,10 +82,14 @@ class CreateRoom:
     id: int
     variant: str
     max_players: int = 4
-    spectators: bool = True
+    spectators: bool | str | None = None
+    """Who may watch: ``live``, ``delayed``, ``after`` or ``off``. None, or the old ``true``,
+    is the server's default (``after``); the old ``false`` is ``off``."""
     undo: bool = True
     time_limit: int = 900
     countdown: int = 3
+    spectator_delay: int | None = None
+    """Seconds a ``delayed`` room holds boards back (None: the server's default, 30)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +218,16 @@ class DeleteAccount:
 
 
 @dataclass(frozen=True, slots=True)
+class SetSettings:
+    """The host changes the room's spectator setting, in the lobby or after a race."""
+
+    type: ClassVar[str] = "set_settings"
+    id: int
+    spectators: str | None = None
+    spectator_delay: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Ping:
     """Ask for a pong."""
 
@@ -232,6 +248,7 @@ Request = (
     | Sync
     | StartDaily
     | GetLeaderboard
+    | SetSettings
     | Claim
     | ChangePassword
     | RevokeTokens
@@ -239,13 +256,21 @@ Request = (
     | Ping
 )
 
-# Field specs for validation: name -> (kind, required). Kinds: int, str, bool, str? (or None).
+# Field specs for validation: name -> (kind, required). Kinds: int, str, bool, alternatives
+# joined by | (bool|str), and any of these followed by ? (or None): str?, int?, bool|str?.
 FieldSpec = tuple[str, bool]
 REQUESTS: dict[str, tuple[type[Any], dict[str, FieldSpec]]] = {}
 
 
 def _spec(cls: type[Any]) -> dict[str, FieldSpec]:
-    kinds = {"int": "int", "str": "str", "bool": "bool", "str | None": "str?"}
+    kinds = {
+        "int": "int",
+        "str": "str",
+        "bool": "bool",
+        "str | None": "str?",
+        "int | None": "int?",
+        "bool | str | None": "bool|str?",
+    }
     out: dict[str, FieldSpec] = {}
     for f in fields(cls):
         required = f.default is f.default_factory  # both MISSING when there is no default
@@ -266,6 +291,7 @@ for _cls in (
     Sync,
     StartDaily,
     GetLeaderboard,
+    SetSettings,
     Claim,
     ChangePassword,
     RevokeTokens,
@@ -420,6 +446,9 @@ class Members(_Wire):
     settings: Data
     closed: str | None = None
     """Set on the last event of a room an operator closed: why (its members are gone)."""
+    removed: dict[str, str] | None = None
+    """Members this event puts out of the room, by player id, each with why (a stable code:
+    ``spectators_off``, the host turned spectators off); they get this event, then are out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,6 +509,20 @@ class RaceOver(_Wire):
     results: list[Data] = field(default_factory=list)
     daily: str | None = None
     attempt: int | None = None
+    boards: dict[str, Data] | None = None
+    """To spectators: every player's final board, by player id."""
+
+
+@dataclass(frozen=True, slots=True)
+class Boards(_Wire):
+    """To the spectators of a ``delayed`` room: players' boards as they were ``delay``
+    seconds before, by player id, as they come due. Not a room event: it has no ``seq``."""
+
+    type: ClassVar[str] = "boards"
+    room: str
+    race: int
+    delay: int
+    boards: dict[str, Data]
 
 
 @dataclass(frozen=True, slots=True)
@@ -505,4 +548,5 @@ ServerMessage = (
     | RaceOver
     | Leaderboard
     | Account
+    | Boards
 )

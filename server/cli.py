@@ -56,6 +56,13 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="how long a dropped player may resume (60)",
     )
+    parser.add_argument(
+        "--spectators-default",
+        choices=("live", "delayed", "after", "off"),
+        default=ServerConfig().spectators_default,
+        help="the spectator setting of a room whose creator names none; live lets a racer "
+        "watching their own room learn their face-down cards (after)",
+    )
     parser.set_defaults(func=_serve)
 
 
@@ -206,6 +213,7 @@ def _serve(args: argparse.Namespace) -> int:
         redis_room_ttl_s=args.redis_room_ttl or None,
         log_format=args.log_format,
         resume_grace_s=args.resume_grace,
+        spectators_default=args.spectators_default,
         budgets=_budgets(args),
         trusted_proxies=tuple(args.trusted_proxy),
         allowed_origins=tuple(args.allow_origin),

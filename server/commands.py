@@ -1,4 +1,4 @@
-"""Room commands: create, join, leave, ready, start, rematch, snapshots, and recovery."""
+"""Room commands: create, join, leave, ready, start, rematch, settings, snapshots, recovery."""
 
 from __future__ import annotations
 
@@ -21,11 +21,21 @@ from ..protocol import (
     Rematch,
     RoomSnapshot,
     SetReady,
+    SetSettings,
     StartRace,
     Sync,
 )
 from . import room as rooms
-from .room import Outcome, Role, Room, RoomState, Settings, Standing
+from .room import (
+    MIN_SPECTATOR_DELAY,
+    Outcome,
+    Role,
+    Room,
+    RoomState,
+    Settings,
+    SpectatorMode,
+    Standing,
+)
 
 if TYPE_CHECKING:
     from .local_room import LocalRoom
@@ -52,6 +62,11 @@ class RoomCommands:
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        try:
+            self.default_spectators = SpectatorMode(node.config.spectators_default)
+        except ValueError:
+            modes = ", ".join(m.value for m in SpectatorMode)
+            raise ValueError(f"spectators_default: one of {modes}") from None
 
     def check_capacity(self, session: Session, code: str | None) -> None:
         """Refuse a room this node does not hold yet once it holds all it may, or one that
@@ -81,9 +96,26 @@ class RoomCommands:
         for ok, message in checks:
             if not ok:
                 raise ProtocolError(ErrorCode.BAD_SETTINGS, message)
+        delay = self.spectator_delay(req.spectator_delay)
         return Settings(
-            req.variant, req.max_players, req.spectators, req.undo, req.time_limit, req.countdown
+            req.variant,
+            req.max_players,
+            rooms.spectator_mode(req.spectators, self.default_spectators),
+            req.undo,
+            req.time_limit,
+            req.countdown,
+            spectator_delay=rooms.DEFAULT_SPECTATOR_DELAY if delay is None else delay,
         )
+
+    def spectator_delay(self, delay: int | None) -> int | None:
+        """``delay`` if a room may ask for it (None stays None); raise BAD_SETTINGS if not."""
+        longest = self.node.config.max_spectator_delay_s
+        if delay is not None and not MIN_SPECTATOR_DELAY <= delay <= longest:
+            raise ProtocolError(
+                ErrorCode.BAD_SETTINGS,
+                f"spectator_delay: {MIN_SPECTATOR_DELAY} to {longest} seconds",
+            )
+        return delay
 
     async def store_new_room(self, settings: Settings, host_id: str, host_name: str) -> Outcome:
         """A new room under a fresh code (drawn again in the unlikely case it is taken)."""
@@ -132,7 +164,16 @@ class RoomCommands:
             ),
         )
         assert outcome.room is not None
-        await node.attach(session, outcome.room, role)
+        held = await node.attach(session, outcome.room, role)
+        record = held.record
+        if (
+            role is Role.SPECTATOR
+            and record.state is RoomState.RACING
+            and record.settings.spectators is SpectatorMode.DELAYED
+        ):
+            # The boards as they are now, shown once the delay is over: a node that held
+            # no member of the room before heard none of them.
+            node.fanout.hold_back(held, await self.boards(held, record))
         await node.backend.set_player_room(player_id, code)
         await session.reply(RoomSnapshot(req.id, await self.snapshot(session)))
         await node.fanout.publish(code, outcome)
@@ -173,6 +214,14 @@ class RoomCommands:
     async def rematch(self, session: Session, req: Rematch) -> None:
         """Back to the lobby after a race, for a new deal."""
         await self._lobby(session, req.id, rooms.rematch)
+
+    async def set_settings(self, session: Session, req: SetSettings) -> None:
+        """The host changes who may watch, and how, in the lobby or after a race."""
+        if req.spectators is None and req.spectator_delay is None:
+            raise ProtocolError(ErrorCode.BAD_SETTINGS, "name spectators, spectator_delay or both")
+        mode = None if req.spectators is None else rooms.spectator_mode(req.spectators)
+        delay = self.spectator_delay(req.spectator_delay)
+        await self._lobby(session, req.id, lambda r, p: rooms.set_settings(r, p, mode, delay))
 
     async def _lobby(
         self, session: Session, request_id: int, change: Callable[[Room, str], Outcome]
@@ -264,11 +313,28 @@ class RoomCommands:
                 data["you"]["view"] = {**board, "can_undo": False, "legal": []}
                 data["you"]["rev"] = board["moves"]
             elif session.role is Role.SPECTATOR:
-                data["boards"] = await self.boards(held, room)
+                boards = await self.spectator_boards(held, room)
+                if boards is not None:
+                    data["boards"] = boards
         if room.state is RoomState.FINISHED:
             data["results"] = room.results
             data["seed"] = None if room.settings.daily else room.seed
         return data
+
+    async def spectator_boards(
+        self, held: LocalRoom | None, room: Room
+    ) -> dict[str, dict[str, Any]] | None:
+        """The boards a spectator may see now, as the room's setting says: while a race
+        runs, none in an ``after`` room, and those of ``spectator_delay`` seconds before
+        (the deal, for a player none was heard of that long ago) in a ``delayed`` one."""
+        mode = room.settings.spectators
+        if room.state is not RoomState.RACING or mode is SpectatorMode.LIVE:
+            return await self.boards(held, room)
+        if mode is not SpectatorMode.DELAYED or held is None:
+            return None
+        delayed = held.delayed
+        shown = delayed.as_of(self.node.now_ms()) if delayed and delayed.race == room.race else {}
+        return {p: shown.get(p) or held.deal_board(room) for p in room.players}
 
     async def boards(self, held: LocalRoom | None, room: Room) -> dict[str, dict[str, Any]]:
         """Every player's board as a spectator sees it, without replaying any log.

@@ -18,7 +18,7 @@ from ..protocol import (
 from . import room as rooms
 from .daily import daily_seed, utc_date
 from .leaderboard import day_board, player_history
-from .room import Outcome, Role, RoomState, Settings
+from .room import Outcome, Role, RoomState, Settings, SpectatorMode
 
 if TYPE_CHECKING:
     from .node import Node
@@ -67,7 +67,7 @@ class DailyCommands:
         settings = Settings(
             req.variant,
             max_players=1,
-            spectators=False,
+            spectators=SpectatorMode.OFF,  # no one watches a daily attempt
             undo=False,
             time_limit=node.config.daily_time_limit_s,
             countdown=0,

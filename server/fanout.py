@@ -3,8 +3,11 @@
 Each room this node holds has a queue of its events and a task that sends them out in
 order (:meth:`FanOut.worker`); a progress event with nothing queued before it goes out at
 once, with no task switch. Players get progress without boards; spectators get the
-boards too. The events that change who is in the room or what state it is in make the
-node read the room's record again first.
+boards too as the room's spectator setting allows: as they are (``live``), none until the
+race is over (``after``), or each one ``spectator_delay`` seconds late (``delayed``: the
+node holds back the boards it hears, and sends them in ``boards`` frames as they come
+due). The events that change who is in the room or what state it is in make the node
+read the room's record again first.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ..engine import player_view
-from ..protocol import RaceOver, RaceStarted, RoomSnapshot
+from ..protocol import Boards, RaceOver, RaceStarted, RoomSnapshot
 from .backends import BackendUnavailable
 from .daily import daily_seed, entry_from_log
-from .room import Outcome, Role, Room
+from .room import Outcome, Role, Room, RoomState, SpectatorMode
 
 if TYPE_CHECKING:
     from .local_room import LocalRoom
@@ -154,8 +157,12 @@ class FanOut:
                 return
             if kind == "race_over":
                 await node.moves.save_boards(held)  # the last boards, for later spectators
+                boards = await self._final_boards(held, room, int(event["race"]))
                 held.end_race(int(event["race"]))  # its results are recorded
+                self._deliver(held, event, event if boards is None else {**event, "boards": boards})
+                return
             if kind == "members":
+                self._tell_removed(held, event)
                 await self._drop_gone(held, room)
         if kind == "progress":
             self._progress(held, event)
@@ -176,12 +183,43 @@ class FanOut:
         if wait > 0:
             await asyncio.sleep(wait)
         first = event
+        removed: dict[str, str] = dict(first.get("removed") or {})
         while held.events and held.events[0].get("type") == "members":
             event = held.events.popleft()
+            removed.update(event.get("removed") or {})
         held.members_at = loop.time()
         if event is not first:
+            # Those an event folded into this one put out, and still out, are told here.
+            present = {m["player_id"] for m in event["members"]}
+            removed = {p: why for p, why in removed.items() if p not in present}
             event = {**event, "since": first["seq"]}
+            event.pop("removed", None)
+            if removed:
+                event["removed"] = removed
         return event
+
+    def _tell_removed(self, held: LocalRoom, event: dict[str, Any]) -> None:
+        """Send the members event to the local members it puts out (they then go)."""
+        removed = event.get("removed")
+        if not removed:
+            return
+        for session in held.members:
+            if session.player_id in removed:
+                session.push(session.codec.dumps(event))
+
+    async def _final_boards(
+        self, held: LocalRoom, room: Room, race: int
+    ) -> dict[str, dict[str, Any]] | None:
+        """Every player's last board of the race just over, for the spectators here (None
+        if there are none, or the room has moved on to another race)."""
+        if not any(s.role is Role.SPECTATOR for s in held.members):
+            return None
+        if room.race != race or room.state is not RoomState.FINISHED:
+            return None
+        try:
+            return await self.node.commands.boards(held, room)
+        except BackendUnavailable:
+            return None  # a snapshot brings them
 
     async def _drop_gone(self, held: LocalRoom, room: Room) -> None:
         """Local sessions whose member the room no longer has are no longer in it."""
@@ -192,15 +230,69 @@ class FanOut:
                     await self.node.backend.set_player_room(session.player_id, None)
 
     def _progress(self, held: LocalRoom, event: dict[str, Any]) -> None:
-        """Send a progress event: the players' boards to spectators only."""
+        """Send a progress event: the players' boards to spectators only, and only in a
+        ``live`` room (a ``delayed`` one's are held back here, and sent when due)."""
         if any("view" in p for p in event["players"]):
             bare = [
                 {k: v for k, v in entry.items() if k != "view"} if "view" in entry else entry
                 for entry in event["players"]
             ]
-            self._deliver(held, {**event, "players": bare}, event)
+            stripped = {**event, "players": bare}
+            record = held.record
+            if record.settings.spectators is SpectatorMode.LIVE:
+                self._deliver(held, stripped, event)
+                return
+            delayed = held.delay(record, self._step_ms())
+            if delayed is not None:
+                now = self.node.now_ms()
+                for entry in event["players"]:
+                    if "view" in entry:
+                        delayed.hear(entry["player_id"], entry["view"], now)
+            self._deliver(held, stripped, stripped)
+            if delayed is not None:
+                self.show_due(held)
             return
         self._deliver(held, event, event)
+
+    def _step_ms(self) -> int:
+        return int(self.node.config.progress_interval_s * 1000)
+
+    def hold_back(self, held: LocalRoom, boards: dict[str, dict[str, Any]]) -> None:
+        """Hold back ``boards`` (as they are now) for the spectators of a ``delayed`` room."""
+        delayed = held.delay(held.record, self._step_ms())
+        if delayed is None:
+            return
+        now = self.node.now_ms()
+        for player_id, board in boards.items():
+            delayed.hear(player_id, board, now)
+        self.show_due(held)
+
+    def show_due(self, held: LocalRoom) -> None:
+        """Send the local spectators the held-back boards now due, and set the timer for
+        the next (every node that hears boards takes them, so none waits for ever)."""
+        if held.delay_timer is not None:
+            held.delay_timer.cancel()
+            held.delay_timer = None
+        delayed = held.delayed
+        if delayed is None or held.closed or delayed.race != held.record.race:
+            return
+        now = self.node.now_ms()
+        due = delayed.due(now)
+        if due:
+            frames: dict[int, bytes | str] = {}
+            message = Boards(held.code, delayed.race, delayed.delay_ms // 1000, due)
+            for session in held.members:
+                if session.role is Role.SPECTATOR:
+                    key = id(type(session.codec))
+                    frame = frames.get(key)
+                    if frame is None:
+                        frame = frames[key] = session.codec.encode(message)
+                    session.push(frame)
+        when = delayed.next_due_ms()
+        if when is not None:
+            held.delay_timer = asyncio.get_running_loop().call_later(
+                max(0.0, (when - now) / 1000), self.show_due, held
+            )
 
     async def _resync(self, held: LocalRoom) -> None:
         """Reload the room, re-arm its timer and send every local member a snapshot."""
@@ -261,6 +353,8 @@ class FanOut:
                 message = replace(
                     RaceStarted(**fields), view=player_view(game, legal=True), rev=game.moves
                 )
+            elif room.settings.spectators is SpectatorMode.AFTER:
+                message = RaceStarted(**fields)  # no board until the race is over
             else:
                 if not boards:
                     deal = held.deal_board(room)

@@ -7,8 +7,8 @@ interleave (a resume that arrives while the room is being forgotten waits, then 
 it gone and makes a fresh one). It owns the members here, the room's latest record, the
 queue of its events and the task that sends them out, its timers, the standings that
 wait for the next report, and the games of the current race that this node plays.
-Everything of a race (its games, its waiting standings, the start board) goes when the
-race ends.
+Everything of a race (its games, its waiting standings, the start board, the boards held
+back for spectators) goes when the race ends.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..engine import Game, new_game, spectator_view
-from .room import Role, Room, Standing
+from .delay import DelayedBoards
+from .room import Role, Room, RoomState, SpectatorMode, Standing
 
 if TYPE_CHECKING:
     from .session import Session
@@ -34,6 +35,8 @@ class LocalRoom:
         "armed",
         "closed",
         "code",
+        "delay_timer",
+        "delayed",
         "events",
         "fanning",
         "games",
@@ -73,6 +76,8 @@ class LocalRoom:
         self.games: dict[str, Game] = {}  # by player, of race ``race``
         self.unsaved: set[str] = set()  # players whose board the store lacks
         self.start_board: dict[str, Any] | None = None  # the deal, as spectators see it
+        self.delayed: DelayedBoards | None = None  # boards held back for spectators
+        self.delay_timer: asyncio.TimerHandle | None = None  # shows the next one due
         self.spectated: tuple[Room, bool] | None = None  # a record, and whether it has any
         self.opened = False  # subscribed: the room's events come here
         self.closed = False  # torn down: a new LocalRoom takes its place
@@ -108,6 +113,11 @@ class LocalRoom:
         if race == self.race:
             self.games = {}
             self.unsaved = set()
+        if self.delayed is not None and self.delayed.race <= race:
+            self.delayed = None
+        if self.delay_timer is not None:
+            self.delay_timer.cancel()
+            self.delay_timer = None
         self.pending = {}
         if self.report_timer is not None:
             self.report_timer.cancel()
@@ -122,6 +132,20 @@ class LocalRoom:
                 any(m.role is Role.SPECTATOR for m in record.members.values()),
             )
         return seen[1]
+
+    def delay(self, record: Room, step_ms: int) -> DelayedBoards | None:
+        """The boards held back for the spectators of the running race, if the room's
+        spectators see them late (made on first use); else None."""
+        settings = record.settings
+        if settings.spectators is not SpectatorMode.DELAYED or record.state is not RoomState.RACING:
+            return None
+        self.games_of(record.race)  # let go of an earlier race's
+        delayed = self.delayed
+        if delayed is None or delayed.race != record.race:
+            delayed = self.delayed = DelayedBoards(
+                record.race, settings.spectator_delay * 1000, step_ms
+            )
+        return delayed
 
     def deal_board(self, record: Room) -> dict[str, Any]:
         """The race's deal as a spectator sees it before any move."""
@@ -151,10 +175,10 @@ class LocalRoom:
     def close(self) -> None:
         """Stop the timers and the task (unless the task is the caller, which then ends)."""
         self.closed = True
-        for timer in (self.timer, self.report_timer):
+        for timer in (self.timer, self.report_timer, self.delay_timer):
             if timer is not None:
                 timer.cancel()
-        self.timer = self.report_timer = None
+        self.timer = self.report_timer = self.delay_timer = None
         self.armed = None
         task = self.task
         if task is not None and task is not asyncio.current_task():
@@ -162,3 +186,4 @@ class LocalRoom:
         self.games = {}
         self.unsaved = set()
         self.pending = {}
+        self.delayed = None

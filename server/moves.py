@@ -35,7 +35,7 @@ from ..engine import (
 from ..protocol import Ack, ErrorCode, Ok, PlayMove, ProtocolError, Resign
 from . import room as rooms
 from .backends import BackendUnavailable
-from .room import Role, Room, RoomState, Standing
+from .room import Role, Room, RoomState, SpectatorMode, Standing
 
 if TYPE_CHECKING:
     from .local_room import LocalRoom
@@ -49,6 +49,9 @@ log = structlog.get_logger("solrace.server")
 MAX_NOTATIONS = 4096
 BOARD_SAVE_INTERVAL_S = 2.0
 """The longest a board of an unwatched room goes unsaved (for a spectator who comes)."""
+SHOWN_WHILE_RACING = frozenset({SpectatorMode.LIVE, SpectatorMode.DELAYED})
+"""The spectator settings whose progress events carry boards (a ``delayed`` room's nodes
+hold them back from their spectators)."""
 
 
 def normalise(text: str) -> str:
@@ -342,12 +345,15 @@ class MovePath:
     def _boards(self, held: LocalRoom, updates: list[Standing]) -> dict[str, dict[str, Any]]:
         """The boards to keep now of the reported players whose games are played here.
 
-        A watched room's spectators get each board in the report, and the store keeps it
-        at once, as it does a finished game's; any other board is kept within
-        ``BOARD_SAVE_INTERVAL_S`` (:meth:`save_boards`), for a spectator who comes later.
+        A watched room's spectators get each board in the report (unless the room shows
+        them none before the race is over), and the store keeps it at once, as it does a
+        finished game's; any other board is kept within ``BOARD_SAVE_INTERVAL_S``
+        (:meth:`save_boards`), for a spectator who comes later.
         """
         boards: dict[str, dict[str, Any]] = {}
-        watched = held.watched(held.record)
+        record = held.record
+        watched = held.watched(record)
+        shown = watched and record.settings.spectators in SHOWN_WHILE_RACING
         for update in updates:
             player_id = update.player_id
             game = held.games.get(player_id)
@@ -355,7 +361,7 @@ class MovePath:
                 continue
             if watched or update.status != "playing":
                 board = boards[player_id] = spectator_view(game)
-                if watched:
+                if shown:
                     update.view = board
                 held.unsaved.discard(player_id)
             else:

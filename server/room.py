@@ -39,7 +39,9 @@ from ..protocol import (
 from .names import MAX_NAME_LEN, shown_name
 
 __all__ = [
+    "DEFAULT_SPECTATOR_DELAY",
     "DONE",
+    "MIN_SPECTATOR_DELAY",
     "TRANSITIONS",
     "Event",
     "Member",
@@ -49,6 +51,7 @@ __all__ = [
     "Room",
     "RoomState",
     "Settings",
+    "SpectatorMode",
     "Standing",
     "check_variant",
     "close",
@@ -62,6 +65,8 @@ __all__ = [
     "restarted",
     "set_connected",
     "set_ready",
+    "set_settings",
+    "spectator_mode",
     "standings",
     "start",
     "tick",
@@ -99,13 +104,55 @@ class Role(StrEnum):
 DONE = frozenset({"won", "stuck", "resigned", "out_of_time"})
 
 
+class SpectatorMode(StrEnum):
+    """Who may watch a room, and which boards they see while a race runs.
+
+    Everyone in a race plays the same deal, so any board of it shows cards still face down
+    on the others': a racer watching their own room from a second connection would learn
+    them. Only ``after`` shows nothing of the kind while a race runs.
+    """
+
+    LIVE = "live"
+    """Every board as it is played: for friends who trust each other."""
+    DELAYED = "delayed"
+    """Every board as it was ``spectator_delay`` seconds before."""
+    AFTER = "after"
+    """Progress only (banked, moves, status); the boards once the race is over."""
+    OFF = "off"
+    """No spectators."""
+
+
+_MODES = {mode.value: mode for mode in SpectatorMode}
+
+DEFAULT_SPECTATOR_DELAY = 30
+"""Seconds a ``delayed`` room holds boards back unless its host says otherwise."""
+MIN_SPECTATOR_DELAY = 10
+"""The shortest delay a room may ask for (the longest is ``max_spectator_delay_s``)."""
+
+
+def spectator_mode(value: object, default: SpectatorMode = SpectatorMode.AFTER) -> SpectatorMode:
+    """The mode ``value`` names, or the old boolean's: true is ``default``, false ``off``;
+    raise ProtocolError(BAD_SETTINGS) for anything else."""
+    if value is True or value is None:
+        return default
+    if value is False:
+        return SpectatorMode.OFF
+    mode = _MODES.get(value) if isinstance(value, str) else None
+    if mode is not None:
+        return mode
+    modes = ", ".join(_MODES)
+    raise ProtocolError(ErrorCode.BAD_SETTINGS, f"spectators: one of {modes}")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """A room's settings, chosen by its creator."""
+    """A room's settings, chosen by its creator; the host may change the spectators' in
+    the lobby (:func:`set_settings`)."""
 
     variant: str
     max_players: int = 4
-    spectators: bool = True
+    spectators: SpectatorMode = SpectatorMode.AFTER
+    """Who may watch, and what they see (a record stored before modes says true or false)."""
     undo: bool = True
     time_limit: int = 900
     countdown: int = 3
@@ -115,13 +162,20 @@ class Settings:
     """Which attempt at the daily deal this is (1 is the ranked one)."""
     bot: bool = False
     """A daily attempt by a client that said it is a bot (ranked on the bots' board)."""
+    spectator_delay: int = DEFAULT_SPECTATOR_DELAY
+    """Seconds the boards are held back from spectators when ``spectators`` is ``delayed``."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spectators, SpectatorMode):  # a mode's name, or a boolean
+            object.__setattr__(self, "spectators", spectator_mode(self.spectators))
 
     def to_wire(self) -> dict[str, Any]:
         """The settings as plain data."""
         data: dict[str, Any] = {
             "variant": self.variant,
             "max_players": self.max_players,
-            "spectators": self.spectators,
+            "spectators": self.spectators.value,
+            "spectator_delay": self.spectator_delay,
             "undo": self.undo,
             "time_limit": self.time_limit,
             "countdown": self.countdown,
@@ -334,7 +388,11 @@ def join(
         if len(room.player_ids()) >= room.settings.max_players:
             raise _fail(ErrorCode.ROOM_FULL, f"the room has {room.settings.max_players} players")
     else:
-        if not room.settings.spectators:
+        if room.settings.daily is not None:
+            raise _fail(
+                ErrorCode.SPECTATORS_NOT_ALLOWED, "no one watches a daily attempt while it runs"
+            )
+        if room.settings.spectators is SpectatorMode.OFF:
             raise _fail(ErrorCode.SPECTATORS_NOT_ALLOWED, "this room takes no spectators")
         spectators = sum(1 for m in room.members.values() if m.role is Role.SPECTATOR)
         if spectators >= max_spectators:
@@ -455,6 +513,42 @@ def restarted(room: Room, now_ms: int, downtime_ms: int) -> Outcome:
         return Outcome(None)
     room = replace(room, members=members, host=_next_host(members, room.host))
     return _emit(room, _members)
+
+
+def set_settings(
+    room: Room,
+    player_id: str,
+    spectators: SpectatorMode | None = None,
+    spectator_delay: int | None = None,
+) -> Outcome:
+    """The host changes the spectator setting (None keeps a value), in the lobby or after a
+    race. Turning spectators off puts the room's spectators out: the members event names
+    them in ``removed``, with why."""
+    if player_id not in room.members:
+        raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    if room.settings.daily is not None:
+        raise _fail(ErrorCode.WRONG_STATE, "a daily attempt's settings never change")
+    if room.host != player_id:
+        raise _fail(ErrorCode.NOT_HOST, "only the host changes the settings")
+    if room.state not in (RoomState.LOBBY, RoomState.FINISHED):
+        raise _fail(
+            ErrorCode.WRONG_STATE, "the settings change in the lobby or after a race, not now"
+        )
+    settings = replace(
+        room.settings,
+        spectators=room.settings.spectators if spectators is None else spectators,
+        spectator_delay=(
+            room.settings.spectator_delay if spectator_delay is None else spectator_delay
+        ),
+    )
+    if settings == room.settings:
+        return Outcome(room)
+    removed: dict[str, str] = {}
+    if settings.spectators is SpectatorMode.OFF:
+        removed = {p: "spectators_off" for p, m in room.members.items() if m.role is Role.SPECTATOR}
+    members = {p: m for p, m in room.members.items() if p not in removed}
+    room = replace(room, settings=settings, members=members)
+    return _emit(room, lambda r, seq: replace(r.members_event(seq), removed=removed or None))
 
 
 def set_ready(room: Room, player_id: str, ready: bool, now_ms: int, seed: int) -> Outcome:

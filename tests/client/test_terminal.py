@@ -92,7 +92,7 @@ async def test_watch_shows_boards_live_and_the_results(
     server: RunningServer, make_client: ClientFactory
 ) -> None:
     host = await make_client("host")
-    room = await host.create_room("canfield", countdown=0)
+    room = await host.create_room("canfield", countdown=0, spectators="live")
     console = ScriptedConsole()
     task = asyncio.ensure_future(watch(server.url, room["code"], console))
     await console.shows(rf"^watching room {room['code']} \(canfield\)")

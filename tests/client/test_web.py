@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, RunningServer
+from conftest import TIMEOUT, RunningServer, ServerFactory
 
 from solrace.engine import (
     IllegalMove,
@@ -101,6 +101,13 @@ def force_seed(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
 def backend_kind() -> str:
     """The page does not depend on the backend: the embedded one serves it."""
     return "embedded"
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> RunningServer:
+    """A node whose rooms show spectators every board as it is played: the page has no
+    spectator setting of its own yet (it sends the old ``spectators: true``)."""
+    return await start_server(spectators_default="live")
 
 
 @pytest.fixture

@@ -97,7 +97,12 @@ def backend_kind() -> str:
 
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Restartable]:
-    config = ServerConfig(port=free_port(), data_dir=tmp_path / "data", progress_interval_s=0.0)
+    config = ServerConfig(
+        port=free_port(),
+        data_dir=tmp_path / "data",
+        progress_interval_s=0.0,
+        spectators_default="live",  # the page has no spectator setting of its own yet
+    )
     made = Restartable(config)
     await made.start()
     yield made

@@ -14,6 +14,7 @@ from solrace.protocol import (
     MSGPACK_SUBPROTOCOL,
     REQUESTS,
     Ack,
+    Boards,
     Codec,
     Countdown,
     CreateRoom,
@@ -42,6 +43,7 @@ from solrace.protocol import (
     RoomSnapshot,
     ServerMessage,
     SetReady,
+    SetSettings,
     StartDaily,
     StartRace,
     Sync,
@@ -312,6 +314,14 @@ BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
     ("create_room", {"variant": "canfield", "undo": "false"}, "undo"),
     ("hello", {"name": "Ann", "legal_moves": 1}, "legal_moves"),
     ("hello", {"name": "Ann", "legal_moves": None}, "legal_moves"),
+    # a spectator setting: a mode's name, the old boolean, or null; a delay: an int or null
+    ("create_room", {"variant": "canfield", "spectators": 1}, "spectators"),
+    ("create_room", {"variant": "canfield", "spectators": ["live"]}, "spectators"),
+    ("create_room", {"variant": "canfield", "spectator_delay": "30"}, "spectator_delay"),
+    ("create_room", {"variant": "canfield", "spectator_delay": True}, "spectator_delay"),
+    ("set_settings", {"spectators": True}, "spectators"),
+    ("set_settings", {"spectator_delay": -10}, "spectator_delay"),
+    ("set_settings", {"spectator_delay": 2.5}, "spectator_delay"),
 ]
 
 
@@ -345,6 +355,22 @@ def test_optional_strings_take_null(codec: Codec) -> None:
     assert codec.decode(frame) == Hello(1, None, "t.x")
 
 
+@pytest.mark.parametrize("value", [True, False, None, "after", "any text"])
+def test_create_room_spectators_take_a_name_the_old_boolean_or_null(
+    codec: Codec, value: Any
+) -> None:
+    # The codec checks the kind only; the server says which names are modes (bad_settings).
+    frame = raw(codec, {"type": "create_room", "id": 1, "variant": "canfield", "spectators": value})
+    created = codec.decode(frame)
+    assert isinstance(created, CreateRoom) and created.spectators == value
+
+
+def test_a_bad_kind_names_every_kind_the_field_takes(codec: Codec) -> None:
+    frame = raw(codec, {"type": "create_room", "id": 2, "variant": "canfield", "spectators": 3})
+    error = check(codec, frame, ErrorCode.BAD_FIELD, 2)
+    assert "true or false or a string" in error.message
+
+
 # -- round trips --------------------------------------------------------------------------
 
 SAMPLES: list[Request] = [
@@ -354,6 +380,8 @@ SAMPLES: list[Request] = [
     Hello(20, name="Ann", legal_moves=True),
     CreateRoom(4, "canfield"),
     CreateRoom(5, "british-canister", 2, False, False, 120, 0),
+    CreateRoom(21, "canfield", spectators="delayed", spectator_delay=45),
+    CreateRoom(22, "canfield", spectators=True),
     JoinRoom(6, "ABCD2345"),
     JoinRoom(7, "ABCD2345", "spectator"),
     LeaveRoom(8),
@@ -368,6 +396,9 @@ SAMPLES: list[Request] = [
     StartDaily(17, "canfield"),
     GetLeaderboard(18, "canfield"),
     GetLeaderboard(19, "rainbow-canfield", "2026-11-30", 5),
+    SetSettings(23, "after"),
+    SetSettings(24, "delayed", 60),
+    SetSettings(25, spectator_delay=10),
     Ping(17),
     Ping(0),
 ]
@@ -403,7 +434,7 @@ def test_encoded_requests_leave_out_unset_optional_fields() -> None:
 
 def test_defaults_fill_fields_left_out(codec: Codec) -> None:
     created = codec.decode(raw(codec, {"type": "create_room", "id": 1, "variant": "canfield"}))
-    assert created == CreateRoom(1, "canfield", 4, True, True, 900, 3)
+    assert created == CreateRoom(1, "canfield", 4, None, True, 900, 3, None)
     assert codec.decode(raw(codec, {"type": "join_room", "id": 2, "code": "X"})) == JoinRoom(
         2, "X", "player"
     )
@@ -422,10 +453,16 @@ def test_the_catalogue_spec_matches_the_dataclasses() -> None:
         "id": ("int", True),
         "variant": ("str", True),
         "max_players": ("int", False),
-        "spectators": ("bool", False),
+        "spectators": ("bool|str?", False),
         "undo": ("bool", False),
         "time_limit": ("int", False),
         "countdown": ("int", False),
+        "spectator_delay": ("int?", False),
+    }
+    assert REQUESTS["set_settings"][1] == {
+        "id": ("int", True),
+        "spectators": ("str?", False),
+        "spectator_delay": ("int?", False),
     }
     assert REQUESTS["hello"][1] == {
         "id": ("int", True),
@@ -456,6 +493,9 @@ SERVER_SAMPLES: list[ServerMessage] = [
     ),
     RaceOver("ROOM", 5, 1, "canfield", 2**64 - 1, []),
     RaceOver("ROOM", 5, 1, "canfield", None, [], "2026-11-30", 1),
+    RaceOver("ROOM", 5, 1, "canfield", 7, [], boards={"p1": VIEW}),
+    Members("ROOM", 6, "lobby", "p1", [], {"spectators": "off"}, removed={"p2": "spectators_off"}),
+    Boards("ROOM", 1, 30, {"p1": VIEW}),
     Leaderboard(9, {"date": "2026-11-30", "variant": "canfield", "top": []}),
 ]
 

@@ -97,6 +97,7 @@ async def open_table(
     """Bob creates a Canfield room, Alice joins it, and (with ``start``) the race begins."""
     bob = Client(url, name="bob", request_timeout=TIMEOUT)
     await bob.connect()
+    settings.setdefault("spectators", "live")  # spectators here see every board
     room = await bob.create_room("canfield", countdown=0, **settings)
     alice = await RawClient.open(url, subprotocol=subprotocol, name="alice")
     joined = await alice.request({"type": "join_room", "code": room["code"]})

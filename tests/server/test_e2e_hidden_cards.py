@@ -139,7 +139,7 @@ async def test_no_frame_carries_a_face_down_card_or_the_seed(
 ) -> None:
     deal_seed(monkeypatch, SEED)
     alice, bob, carol = clients
-    room = await alice.create_room(variant, countdown=0)
+    room = await alice.create_room(variant, countdown=0, spectators="live")
     await bob.join(room["code"])
     await carol.join(room["code"], role="spectator")
     await alice.start()

@@ -37,7 +37,7 @@ async def test_a_spectator_sees_every_board_and_players_see_only_progress(
     alice = await make_client("alice")
     bob = await make_client("bob")
     carol = await make_client("carol")
-    room = await alice.create_room(variant, countdown=0)
+    room = await alice.create_room(variant, countdown=0, spectators="live")
     await bob.join(room["code"])
     watching = await carol.join(room["code"], role="spectator")
     assert watching["you"]["role"] == "spectator"
@@ -92,7 +92,7 @@ async def test_a_dropped_spectator_is_back_in_the_room_after_resuming(
     make_client: ClientFactory,
 ) -> None:
     host = await make_client("host")
-    room = await host.create_room("canfield", countdown=0)
+    room = await host.create_room("canfield", countdown=0, spectators="live")
     watcher = await make_client("watcher")
     await watcher.join(room["code"], role="spectator")
     await watcher.drop()

@@ -242,7 +242,12 @@ async def open_race(cluster: Cluster, *, seed: int) -> Race:
     await spectator.connect()
     host = players[0].client
     room = await host.create_room(
-        "canfield", max_players=len(players), countdown=0, time_limit=600, undo=False
+        "canfield",
+        max_players=len(players),
+        countdown=0,
+        time_limit=600,
+        undo=False,
+        spectators="live",
     )
     for player in players[1:]:
         await player.client.join(room["code"])

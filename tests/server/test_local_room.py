@@ -111,7 +111,13 @@ async def test_a_spectator_of_a_long_game_on_another_node_never_replays_its_log(
     watching = await start_server(limits=FAST, progress_interval_s=0.1)
     raw = await RawClient.open(playing.url, name="ann")
     created = await raw.request(
-        {"type": "create_room", "variant": "canfield", "countdown": 0, "undo": True}
+        {
+            "type": "create_room",
+            "variant": "canfield",
+            "countdown": 0,
+            "undo": True,
+            "spectators": "live",
+        }
     )
     code = created["room"]["code"]
     async with Client(watching.url, name="eve", request_timeout=TIMEOUT) as eve:

@@ -128,7 +128,12 @@ async def _race_through_a_restart(
 
     host = players[0].client
     room = await host.create_room(
-        "canfield", max_players=PLAYERS, countdown=0, time_limit=600, undo=False
+        "canfield",
+        max_players=PLAYERS,
+        countdown=0,
+        time_limit=600,
+        undo=False,
+        spectators="live",
     )
     code = room["code"]
     for player in players[1:]:

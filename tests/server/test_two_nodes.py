@@ -42,7 +42,7 @@ async def test_players_on_two_nodes_race_and_see_each_others_progress(
     bob = await make_client("bob", url=other.url)
     carol = await make_client("carol", url=other.url)
 
-    room = await alice.create_room("canfield", countdown=0)
+    room = await alice.create_room("canfield", countdown=0, spectators="live")
     joined = await bob.join(room["code"])
     assert names(joined) == ["alice", "bob"]
     await event_where(alice, "members", lambda e: names(e) == ["alice", "bob"])

@@ -1,0 +1,77 @@
+"""Boards held back for the spectators of a delayed room (server/delay.py), without sockets."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solrace.server.delay import MAX_WAITING, DelayedBoards
+
+DELAY = 30_000
+
+
+def board(moves: int) -> dict[str, int]:
+    return {"moves": moves}
+
+
+def test_a_board_is_shown_no_sooner_than_the_delay_after_it_was_heard() -> None:
+    delayed = DelayedBoards(1, DELAY, 250)
+    delayed.hear("p", board(1), 1_000)
+    assert delayed.due(1_000 + DELAY - 1) == {} and delayed.as_of(1_000 + DELAY - 1) == {}
+    assert delayed.next_due_ms() == 1_000 + DELAY
+    assert delayed.as_of(1_000 + DELAY) == {"p": board(1)}
+    assert delayed.due(1_000 + DELAY) == {"p": board(1)}
+    assert delayed.due(1_000 + DELAY) == {}  # shown already: nothing new
+    assert delayed.as_of(10**9) == {"p": board(1)} and delayed.next_due_ms() is None
+
+
+def test_the_latest_board_due_is_shown_and_later_ones_wait() -> None:
+    delayed = DelayedBoards(1, DELAY, 250)
+    for t, moves in ((0, 1), (1_000, 2), (2_000, 3)):
+        delayed.hear("p", board(moves), t)
+    delayed.hear("q", board(9), 5_000)
+    assert delayed.due(1_000 + DELAY) == {"p": board(2)}
+    assert delayed.as_of(5_000 + DELAY) == {"p": board(3), "q": board(9)}
+    assert delayed.due(5_000 + DELAY) == {"p": board(3), "q": board(9)}
+
+
+def test_boards_heard_close_together_wait_as_one_the_latest() -> None:
+    delayed = DelayedBoards(1, DELAY, 250)
+    delayed.hear("p", board(1), 0)
+    delayed.hear("p", board(2), 100)
+    delayed.hear("p", board(3), 200)
+    assert delayed.held() == 1
+    # Shown a delay after the latest of them, never after the first.
+    assert delayed.due(200 + DELAY - 1) == {}
+    assert delayed.due(200 + DELAY) == {"p": board(3)}
+
+
+def test_a_clock_that_steps_back_brings_no_board_sooner() -> None:
+    delayed = DelayedBoards(1, DELAY, 250)
+    delayed.hear("p", board(1), 10_000)
+    delayed.hear("p", board(2), 5_000)
+    assert delayed.due(5_000 + DELAY) == {}
+    assert delayed.due(10_000 + DELAY) == {"p": board(2)}
+
+
+@given(
+    delay=st.integers(10_000, 300_000),
+    step=st.integers(0, 1_000),
+    gaps=st.lists(st.integers(0, 5_000), min_size=1, max_size=400),
+)
+def test_memory_is_bounded_and_no_board_is_shown_early(
+    delay: int, step: int, gaps: list[int]
+) -> None:
+    delayed = DelayedBoards(1, delay, step)
+    now = 0
+    heard: list[int] = []  # when each board was heard, by its move count
+    for moves, gap in enumerate(gaps):
+        now += gap
+        delayed.hear("p", board(moves), now)
+        heard.append(now)
+        for shown in delayed.due(now).values():
+            assert heard[shown["moves"]] + delay <= now
+        # The waiting runs start step_ms apart at least, within the delay and one run.
+        assert delayed.held() <= delay // delayed.step_ms + 2 <= MAX_WAITING + 2
+    shown = delayed.as_of(now + delay)
+    assert shown == {"p": board(len(gaps) - 1)}
