@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, RunningServer, ServerFactory
+from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
 from e2e_support import (
     CARD_NAMES,
     FAST,
@@ -401,3 +402,24 @@ async def test_no_one_watches_a_daily_attempt(race: Race, nodes: list[RunningSer
         await race.mallory.join(code, role="spectator")
     with pytest.raises(Exception, match="room_full"):
         await race.bob.join(code)
+
+
+async def test_a_spectator_put_out_is_told_even_when_members_events_are_folded(
+    start_server: ServerFactory,
+) -> None:
+    # Members events go out at most every members_interval_s: the one that puts the
+    # spectator out may be folded into a later one, which still names it.
+    server = await start_server(budgets=replace(LOOSE_BUDGETS, members_interval_s=0.5))
+    async with (
+        Client(server.url, name="host", request_timeout=TIMEOUT) as host,
+        Client(server.url, name="sue", request_timeout=TIMEOUT) as sue,
+    ):
+        room = await host.create_room("canfield", spectators="live")
+        await sue.join(room["code"], role="spectator")
+        await host.set_settings("off")
+        await host.set_settings("after")  # folded behind the one that put Sue out
+        told = await events_until(sue, lambda e: e["type"] == "members" and "removed" in e)
+        assert told[-1]["removed"] == {sue.player_id: "spectators_off"}
+        assert sue.room is None
+        back = await events_until(host, lambda e: e["settings"]["spectators"] == "after")
+        assert "sue" not in {m["name"] for m in back[-1]["members"]}
