@@ -462,12 +462,13 @@ class Client:
         return room
 
     async def leaderboard(
-        self, variant: str, date: str | None = None, limit: int = 20
+        self, variant: str, date: str | None = None, limit: int = 20, board: str = "people"
     ) -> dict[str, Any]:
-        """A day's leaderboard (today's by default) with this player's rank and history."""
-        reply = await self.request(GetLeaderboard(self._id(), variant, date, limit))
-        board: dict[str, Any] = reply["board"]
-        return board
+        """A day's leaderboard (today's by default, the people's unless ``board`` is
+        ``bots``) with this player's rank and history."""
+        reply = await self.request(GetLeaderboard(self._id(), variant, date, limit, board))
+        day: dict[str, Any] = reply["board"]
+        return day
 
     async def ping(self) -> None:
         """Round-trip a ping."""

@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     BAD_NAME = "bad_name"
     BAD_TOKEN = "bad_token"
     UNKNOWN_VARIANT = "unknown_variant"
+    ACCOUNT_REQUIRED = "account_required"
     BAD_SETTINGS = "bad_settings"
     ROOM_NOT_FOUND = "room_not_found"
     ROOM_FULL = "room_full"

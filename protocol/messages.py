@@ -179,6 +179,8 @@ class GetLeaderboard:
     variant: str
     date: str | None = None
     limit: int = 20
+    board: str = "people"
+    """``people``, or ``bots``: the board of declared bots."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,6 +513,8 @@ class RaceOver(_Wire):
     attempt: int | None = None
     boards: dict[str, Data] | None = None
     """To spectators: every player's final board, by player id."""
+    bot: bool | None = None
+    """True for a daily attempt by a client that said it is a bot (the bots' board)."""
 
 
 @dataclass(frozen=True, slots=True)

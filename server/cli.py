@@ -44,6 +44,14 @@ def register(subparsers: Any) -> None:
     _redis_timeouts(parser)
     _guards(parser)
     parser.add_argument(
+        "--daily-account-age",
+        type=int,
+        default=ServerConfig().daily_account_age_days,
+        metavar="DAYS",
+        help="days after the day an account is made from which its daily attempts are "
+        f"ranked; 0 ranks them at once ({ServerConfig().daily_account_age_days})",
+    )
+    parser.add_argument(
         "--log-format",
         choices=("json", "console"),
         default="json",
@@ -222,6 +230,7 @@ def _serve(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         metrics_token=args.metrics_token,
         admin_token=args.admin_token,
+        daily_account_age_days=args.daily_account_age,
     )
     try:
         asyncio.run(run(config))

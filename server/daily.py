@@ -1,8 +1,16 @@
-"""The daily challenge: its seeds, scores, ranks and streaks. Pure: no I/O, no clock.
+"""The daily challenge: its seeds, commitments, scores, ranks and streaks. Pure: no I/O,
+no clock.
 
 Every UTC day has one deal per variant, the same for everyone. Its seed comes from the
 server secret, the date and the variant, so nobody can compute it ahead; it is shown
-only once the day is over. A player's first attempt of a day and variant is ranked.
+only once no attempt of the day can still be running (the day's end plus the attempt
+time limit, at the earliest). From the start of the day a commitment to it is public:
+SHA-256 over the seed and a nonce that also comes from the secret, so that anyone can
+check after the reveal that the deal was fixed in advance.
+
+An account's first attempt of a day and variant is ranked, once the account is old
+enough; a declared bot's goes on the bots' board; a person's whose pace no person keeps
+is flagged for an operator's review.
 """
 
 from __future__ import annotations
@@ -10,29 +18,44 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import itertools
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..engine import VARIANTS, replay
+from ..engine import VARIANTS, Game, new_game, parse_move, replay
 from ..protocol import ErrorCode, ProtocolError
 
 __all__ = [
+    "BOARDS",
     "Entry",
     "Streaks",
+    "commitment",
+    "daily_commitment",
+    "daily_nonce",
     "daily_seed",
     "entry_from_log",
+    "first_ranked_date",
+    "first_reached_ms",
+    "pace_flag",
+    "parse_board",
     "parse_date",
     "rank_entries",
+    "reveal_ms",
     "score_of",
-    "seed_is_public",
+    "seed_is_due",
     "streaks",
+    "unranked_reason",
     "utc_date",
 ]
 
 SEED_BITS = 53
 WIN_BASE = 0.0
 LOSS_BASE = 1e13
+DAY_MS = 86_400_000
+BOARDS = ("people", "bots")
+"""The daily boards: people's, and declared bots' (never ranked with people)."""
 
 
 def utc_date(now_ms: int) -> str:
@@ -48,23 +71,108 @@ def parse_date(text: str) -> str:
         raise ProtocolError(ErrorCode.BAD_FIELD, f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
+def parse_board(text: str) -> str:
+    """A board's name (``people`` or ``bots``), checked; raise ProtocolError(BAD_FIELD)."""
+    if text not in BOARDS:
+        raise ProtocolError(ErrorCode.BAD_FIELD, f"board: one of {', '.join(BOARDS)}")
+    return text
+
+
 def daily_seed(secret: bytes, date: str, variant: str) -> int:
     """The day's seed for a variant: an HMAC of the date and variant under the server secret."""
     digest = hmac.new(secret, f"solrace-daily:{date}:{variant}".encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
 
 
-def seed_is_public(date: str, now_ms: int) -> bool:
-    """Whether the day is over (in UTC), so that its seeds may be shown."""
-    return date < utc_date(now_ms)
+def daily_nonce(secret: bytes, date: str, variant: str) -> str:
+    """The day's nonce for a variant (64 hex digits): an HMAC under the server secret, so
+    that nobody can guess it, and the commitment cannot be tried against every seed."""
+    message = f"solrace-daily-nonce:{date}:{variant}".encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
-def score_of(won: bool, time_ms: int, moves: int, banked: int) -> float:
+def commitment(seed: int, nonce: str) -> str:
+    """SHA-256 (hex) of the seed in decimal, a colon and the nonce: ``sha256("SEED:NONCE")``."""
+    return hashlib.sha256(f"{seed}:{nonce}".encode("ascii")).hexdigest()
+
+
+def daily_commitment(secret: bytes, date: str, variant: str) -> str:
+    """The commitment published at the start of the day to its seed."""
+    return commitment(daily_seed(secret, date, variant), daily_nonce(secret, date, variant))
+
+
+def reveal_ms(date: str, time_limit_s: int) -> int:
+    """The earliest time (ms) a day's seed is shown: the day's end (UTC) plus the attempt
+    time limit, when no attempt of the day that started before midnight can still run."""
+    start = dt.datetime.fromisoformat(date).replace(tzinfo=dt.UTC)
+    return int(start.timestamp() * 1000) + DAY_MS + time_limit_s * 1000
+
+
+def seed_is_due(date: str, now_ms: int, time_limit_s: int) -> bool:
+    """Whether a day's seed may be shown by the clock (:func:`reveal_ms` has passed). The
+    server also waits for every attempt of the day still running (after a restart)."""
+    return now_ms >= reveal_ms(date, time_limit_s)
+
+
+def first_ranked_date(created_ms: int, age_days: int) -> str:
+    """The first day on which an account made at ``created_ms`` is ranked."""
+    created = dt.date.fromisoformat(utc_date(created_ms))
+    return (created + dt.timedelta(days=age_days)).isoformat()
+
+
+def unranked_reason(
+    *, attempt: int, date: str, account_created_ms: int | None, account_age_days: int
+) -> str | None:
+    """Why an attempt is not ranked (``later_attempt``, ``guest``, ``new_account``), or None.
+
+    Only an account's first attempt of a day and variant is ranked, and only from the
+    account's day ``account_age_days`` on (1: its second day).
+    """
+    if attempt != 1:
+        return "later_attempt"
+    if account_created_ms is None:
+        return "guest"
+    if date < first_ranked_date(account_created_ms, account_age_days):
+        return "new_account"
+    return None
+
+
+def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | None:
+    """Why a pace is not a person's (the median time between moves under ``median_ms``
+    over ``min_moves`` moves or more), or None."""
+    if len(times) < max(2, min_moves):
+        return None
+    median = statistics.median(b - a for a, b in itertools.pairwise(times))
+    if median >= median_ms:
+        return None
+    return f"pace: a median of {median:g} ms between moves over {len(times)} moves"
+
+
+def score_of(
+    won: bool, time_ms: int, moves: int, banked: int, reached_ms: int | None = None
+) -> float:
     """One number that orders attempts, lower first: wins by time then moves; the rest by
-    cards banked (more first), then time. Exact in a double, so Redis sorted sets keep it."""
+    cards banked (more first), then by when that count was first reached (``reached_ms``,
+    ``time_ms`` if not given): when the attempt ended does not count. Exact in a double,
+    so Redis sorted sets keep it."""
     if won:
         return WIN_BASE + min(time_ms, 99_999_999) * 10_000 + min(moves, 9_999)
-    return LOSS_BASE + (52 - banked) * 1e9 + min(time_ms, 999_999_999)
+    reached = time_ms if reached_ms is None else reached_ms
+    return LOSS_BASE + (52 - banked) * 1e9 + min(max(0, reached), 999_999_999)
+
+
+def first_reached_ms(game: Game, timed: Sequence[tuple[str, int]], variant: str, seed: int) -> int:
+    """When the attempt first had as many cards banked as it ended with (ms in the race):
+    its log replayed move by move. 0 if the deal itself had them."""
+    target = game.banked
+    replayed = new_game(variant, seed, undo_allowed=False)
+    if replayed.banked >= target:
+        return 0
+    for move, at in timed:
+        replayed.apply(parse_move(move))
+        if replayed.banked >= target:
+            return at
+    return timed[-1][1] if timed else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +189,33 @@ class Entry:
     moves: int
     time_ms: int
     log: list[str] = field(default_factory=list)
+    times: list[int] = field(default_factory=list)
+    """Each move's time in the attempt (ms since it started), as logged."""
+    reached_ms: int | None = None
+    """When the attempt first had its final count of cards banked (None: ``time_ms``)."""
+    board: str = "people"
+    """``people``, or ``bots`` for a client that said it is a bot."""
+    unranked: str | None = None
+    """Why the attempt is not ranked (``later_attempt``, ``guest``, ``new_account``)."""
+    flag: str | None = None
+    """Why a person's ranked attempt waits for an operator's review (its pace)."""
+    kept: str | None = None
+    """Why an operator put a flagged attempt on the board."""
 
     @property
     def ranked(self) -> bool:
-        """Only a player's first attempt of the day and variant is ranked."""
-        return self.attempt == 1
+        """An account's first attempt of the day and variant, from its second day, is ranked."""
+        return self.attempt == 1 and self.unranked is None
+
+    @property
+    def held(self) -> bool:
+        """Whether the attempt is flagged and not yet reviewed (kept off its board)."""
+        return self.flag is not None and self.kept is None
+
+    @property
+    def reached(self) -> int:
+        """When the final count of cards banked was first reached (ms in the attempt)."""
+        return self.time_ms if self.reached_ms is None else self.reached_ms
 
     @property
     def won(self) -> bool:
@@ -95,17 +225,18 @@ class Entry:
     @property
     def score(self) -> float:
         """The attempt's ordering number (see :func:`score_of`)."""
-        return score_of(self.won, self.time_ms, self.moves, self.banked)
+        return score_of(self.won, self.time_ms, self.moves, self.banked, self.reached)
 
     def to_dict(self) -> dict[str, Any]:
-        """The entry as plain data (with its log)."""
+        """The entry as plain data (with its log and the moves' times)."""
         data = asdict(self)
+        data["reached_ms"] = self.reached
         data["ranked"] = self.ranked
         return data
 
     def public(self, rank: int | None = None) -> dict[str, Any]:
         """The entry as a leaderboard shows it (no move log)."""
-        data = {k: v for k, v in self.to_dict().items() if k != "log"}
+        data = {k: v for k, v in self.to_dict().items() if k not in ("log", "times")}
         if rank is not None:
             data["rank"] = rank
         return data
@@ -124,6 +255,12 @@ class Entry:
             moves=int(data["moves"]),
             time_ms=int(data["time_ms"]),
             log=list(data.get("log", [])),
+            times=[int(t) for t in data.get("times", [])],
+            reached_ms=None if data.get("reached_ms") is None else int(data["reached_ms"]),
+            board=data.get("board", "people"),
+            unranked=data.get("unranked"),
+            flag=data.get("flag"),
+            kept=data.get("kept"),
         )
 
 
@@ -135,23 +272,45 @@ def entry_from_log(
     player_id: str,
     name: str,
     attempt: int,
-    log: Sequence[str],
+    log: Sequence[str] | Sequence[tuple[str, int]],
     race_status: str,
     time_ms: int,
+    board: str = "people",
+    unranked: str | None = None,
 ) -> Entry:
     """Score an attempt by replaying its move log: the client's word counts for nothing.
 
-    ``race_status`` is how the race ended for the player (``resigned``, ``out_of_time``…);
-    a replay that wins or sticks overrides it.
+    ``log`` holds the moves, or the moves with their times in the attempt (ms), from which
+    comes when the final count of cards banked was first reached. ``race_status`` is how
+    the race ended for the player (``resigned``, ``out_of_time``…); a replay that wins or
+    sticks overrides it. ``unranked`` says why the attempt is not ranked, if it is not
+    (a later attempt is never ranked).
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
-    game = replay(variant, seed, log, undo_allowed=False)
+    timed = [m if isinstance(m, tuple) else (m, 0) for m in log]
+    moves = [m for m, _ in timed]
+    game = replay(variant, seed, moves, undo_allowed=False)
     status = game.status.value
     if status == "playing":
         status = race_status if race_status != "playing" else "out_of_time"
+    if attempt != 1:
+        unranked = "later_attempt"
     return Entry(
-        date, variant, player_id, name, attempt, status, game.banked, game.moves, time_ms, list(log)
+        date,
+        variant,
+        player_id,
+        name,
+        attempt,
+        status,
+        game.banked,
+        game.moves,
+        time_ms,
+        moves,
+        [t for _, t in timed],
+        first_reached_ms(game, timed, variant, seed),
+        parse_board(board),
+        unranked,
     )
 
 

@@ -36,11 +36,19 @@ class DailyCommands:
         self.node = node
 
     async def start(self, session: Session, req: StartDaily) -> None:
-        """Start today's attempt at the daily deal: a solo race, undo off, countdown 0."""
+        """Start today's attempt at the daily deal: a solo race, undo off, countdown 0.
+
+        Only an account plays the daily deal: a guest is refused (``account_required``).
+        """
         node = self.node
         commands = node.commands
         player_id = node.identified(session)
         rooms.check_variant(req.variant)
+        if await node.backend.account_created_ms(player_id) is None:
+            raise ProtocolError(
+                ErrorCode.ACCOUNT_REQUIRED,
+                "the daily deal is played by accounts: claim this identity with a password",
+            )
         if session.room is not None:
             current = node.record(session.room)
             if (
@@ -73,10 +81,13 @@ class DailyCommands:
             countdown=0,
             daily=date,
             attempt=attempt,
+            bot=session.bot,
         )
         created = await commands.store_new_room(settings, player_id, session.name)
         assert created.room is not None
         code = created.room.code
+        # Noted before the race starts: the day's seed waits for every attempt noted.
+        await node.backend.add_daily_room(date, req.variant, code)
         seed = daily_seed(node.secret, date, req.variant)
         started = await node.backend.update_room(
             code, lambda r: rooms.start(r, player_id, now, seed)
@@ -86,7 +97,14 @@ class DailyCommands:
         await node.backend.set_player_room(player_id, code)
         await session.reply(RoomSnapshot(req.id, await commands.snapshot(session)))
         await node.fanout.publish(code, Outcome(started.room, created.events + started.events))
-        log.info("daily_started", room=code, date=date, variant=req.variant, attempt=attempt)
+        log.info(
+            "daily_started",
+            room=code,
+            date=date,
+            variant=req.variant,
+            attempt=attempt,
+            bot=session.bot,
+        )
 
     async def leaderboard(self, session: Session, req: GetLeaderboard) -> None:
         """A day's board, with the asking player's rank, history and streaks."""
@@ -98,8 +116,10 @@ class DailyCommands:
             req.variant,
             req.date,
             now_ms=node.now_ms(),
+            time_limit_s=node.config.daily_time_limit_s,
             limit=req.limit,
             player_id=player_id,
+            board=req.board,
         )
         board.update(await player_history(node.backend, player_id, now_ms=node.now_ms()))
         await session.reply(Leaderboard(req.id, board))

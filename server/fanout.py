@@ -21,7 +21,7 @@ import structlog
 from ..engine import player_view
 from ..protocol import Boards, RaceOver, RaceStarted, RoomSnapshot
 from .backends import BackendUnavailable
-from .daily import daily_seed, entry_from_log
+from .daily import daily_seed, entry_from_log, pace_flag, unranked_reason
 from .room import Outcome, Role, Room, RoomState, SpectatorMode
 
 if TYPE_CHECKING:
@@ -63,27 +63,51 @@ class FanOut:
             await node.backend.drop_room_logs(code)
 
     async def _record_results(self, code: str, event: RaceOver) -> None:
-        """Keep a race's results; score a daily attempt from its move log."""
+        """Keep a race's results; score a daily attempt from its timed move log.
+
+        The attempt is ranked if it is an account's first of the day, from the account's
+        second day (``daily_account_age_days``); a bot's goes on the bots' board; a
+        person's ranked attempt at a pace no person keeps is flagged for review.
+        """
         node = self.node
         backend = node.backend
+        config = node.config
         if event.daily is None:
             assert event.seed is not None
             await backend.save_results(code, event.race, event.variant, event.seed, event.results)
             return
         seed = daily_seed(node.secret, event.daily, event.variant)
+        board = "bots" if event.bot else "people"
+        attempt = event.attempt or 1
         for result in event.results:
-            log_ = await backend.read_moves(code, event.race, result["player_id"])
+            player_id = result["player_id"]
+            timed = await backend.read_timed_moves(code, event.race, player_id)
+            unranked = unranked_reason(
+                attempt=attempt,
+                date=event.daily,
+                account_created_ms=await backend.account_created_ms(player_id),
+                account_age_days=config.daily_account_age_days,
+            )
             entry = entry_from_log(
                 date=event.daily,
                 variant=event.variant,
                 seed=seed,
-                player_id=result["player_id"],
+                player_id=player_id,
                 name=result["name"],
-                attempt=event.attempt or 1,
-                log=log_,
+                attempt=attempt,
+                log=timed,
                 race_status=result["status"],
                 time_ms=result["time_ms"],
+                board=board,
+                unranked=unranked,
             )
+            if entry.ranked and board == "people":
+                flag = pace_flag(
+                    entry.times,
+                    min_moves=config.daily_flag_min_moves,
+                    median_ms=config.daily_flag_median_ms,
+                )
+                entry = replace(entry, flag=flag)
             await backend.save_daily_entry(entry)
             log.info(
                 "daily_recorded",
@@ -92,7 +116,11 @@ class FanOut:
                 status=entry.status,
                 banked=entry.banked,
                 ranked=entry.ranked,
+                board=board,
+                unranked=entry.unranked,
+                flag=entry.flag,
             )
+        await backend.drop_daily_rooms(event.daily, event.variant, [code])
 
     # -- in from the backend -------------------------------------------------------------
 

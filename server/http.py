@@ -28,7 +28,7 @@ from websockets.http11 import Request, Response
 from ..protocol import ProtocolError
 from .backends import BackendUnavailable
 from .config import ServerConfig
-from .leaderboard import best_board, day_board, player_history
+from .leaderboard import best_board, daily_info, day_board, player_history
 from .node import Node
 
 __all__ = [
@@ -352,7 +352,8 @@ class HttpEndpoints:
         return await self._metrics(request, path)
 
     async def _api(self, request: Request, path: str) -> Response:
-        """The leaderboard's JSON endpoints (docs/protocol.md, "HTTP")."""
+        """The daily challenge's JSON endpoints (docs/protocol.md, "HTTP"): the boards, a
+        day's commitment and revealed seed, the all-time best, a player's history."""
         query = {
             k: v[-1]
             for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(request.path).query).items()
@@ -368,13 +369,29 @@ class HttpEndpoints:
                     query.get("variant", ""),
                     query.get("date"),
                     now_ms=now,
+                    time_limit_s=self.config.daily_time_limit_s,
                     limit=limit,
                     player_id=query.get("player"),
+                    board=query.get("board", "people"),
+                )
+            elif path == "/api/daily":
+                data = await daily_info(
+                    node.backend,
+                    node.secret,
+                    query.get("variant", ""),
+                    query.get("date"),
+                    now_ms=now,
+                    time_limit_s=self.config.daily_time_limit_s,
                 )
             elif path == "/api/history":
                 return await self._history(request, query)
             elif path == "/api/best":
-                data = await best_board(node.backend, query.get("variant", ""), limit=limit)
+                data = await best_board(
+                    node.backend,
+                    query.get("variant", ""),
+                    limit=limit,
+                    board=query.get("board", "people"),
+                )
             else:
                 return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such endpoint")
         except ValueError:

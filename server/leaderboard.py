@@ -6,19 +6,95 @@ from typing import Any
 
 from ..protocol import ErrorCode, ProtocolError
 from .backends import Backend
-from .daily import daily_seed, parse_date, rank_entries, seed_is_public, streaks, utc_date
-from .room import check_variant
+from .daily import (
+    daily_commitment,
+    daily_nonce,
+    daily_seed,
+    parse_board,
+    parse_date,
+    rank_entries,
+    reveal_ms,
+    seed_is_due,
+    streaks,
+    utc_date,
+)
+from .room import RoomState, check_variant
 
-__all__ = ["MAX_LIMIT", "best_board", "day_board", "player_history"]
+__all__ = ["MAX_LIMIT", "best_board", "daily_info", "day_board", "player_history", "seed_revealed"]
 
 MAX_LIMIT = 100
 AROUND = 2
+RUNNING = (RoomState.COUNTDOWN, RoomState.RACING)
 
 
 def _check(variant: str, limit: int) -> None:
     check_variant(variant)
     if not 1 <= limit <= MAX_LIMIT:
         raise ProtocolError(ErrorCode.BAD_FIELD, f"limit: 1 to {MAX_LIMIT}")
+
+
+async def seed_revealed(
+    backend: Backend,
+    date: str,
+    variant: str,
+    *,
+    now_ms: int,
+    time_limit_s: int,
+    tidy: bool = True,
+) -> bool:
+    """Whether a day's seed may be shown: no attempt of the day can still be running.
+
+    That is from the day's end (UTC) plus the attempt time limit, unless an attempt of
+    the day still runs then: the race clock stops while a node is down, so an attempt
+    running through a restart ends later, and the seed waits for it. With ``tidy`` the
+    rooms of attempts found over are forgotten.
+    """
+    if not seed_is_due(date, now_ms, time_limit_s):
+        return False
+    running = False
+    over: list[str] = []
+    for code in await backend.daily_rooms(date, variant):
+        room = await backend.load_room(code)
+        if (
+            room is not None
+            and room.state in RUNNING
+            and room.settings.daily == date
+            and room.settings.variant == variant
+        ):
+            running = True
+        else:
+            over.append(code)
+    if tidy:
+        await backend.drop_daily_rooms(date, variant, over)
+    return not running
+
+
+async def daily_info(
+    backend: Backend,
+    secret: bytes,
+    variant: str,
+    date: str | None,
+    *,
+    now_ms: int,
+    time_limit_s: int,
+) -> dict[str, Any]:
+    """A day's deal as published: its commitment from the start of the day, and once no
+    attempt of the day can still be running its seed and nonce."""
+    check_variant(variant)
+    today = utc_date(now_ms)
+    day = parse_date(date) if date else today
+    if day > today:
+        raise ProtocolError(ErrorCode.BAD_FIELD, f"{day} has not started yet (UTC)")
+    revealed = await seed_revealed(backend, day, variant, now_ms=now_ms, time_limit_s=time_limit_s)
+    return {
+        "date": day,
+        "variant": variant,
+        "commitment": daily_commitment(secret, day, variant),
+        "reveal_ms": reveal_ms(day, time_limit_s),
+        "revealed": revealed,
+        "seed": daily_seed(secret, day, variant) if revealed else None,
+        "nonce": daily_nonce(secret, day, variant) if revealed else None,
+    }
 
 
 async def day_board(
@@ -28,35 +104,45 @@ async def day_board(
     date: str | None,
     *,
     now_ms: int,
+    time_limit_s: int,
     limit: int = 20,
     player_id: str | None = None,
+    board: str = "people",
 ) -> dict[str, Any]:
-    """A day's board: the top ``limit``, the player's rank and the ranks around it, and the
-    seed once the day is over."""
+    """A day's board (``people`` or ``bots``): the top ``limit``, the player's rank and the
+    ranks around it, the commitment to the seed, and the seed and its nonce once no
+    attempt of the day can still be running."""
     _check(variant, limit)
-    day = parse_date(date) if date else utc_date(now_ms)
-    count = await backend.daily_count(day, variant)
-    top = await backend.daily_top(day, variant, 0, limit)
-    board: dict[str, Any] = {
-        "today": utc_date(now_ms),
+    parse_board(board)
+    today = utc_date(now_ms)
+    day = parse_date(date) if date else today
+    count = await backend.daily_count(day, variant, board)
+    top = await backend.daily_top(day, variant, 0, limit, board)
+    revealed = await seed_revealed(backend, day, variant, now_ms=now_ms, time_limit_s=time_limit_s)
+    data: dict[str, Any] = {
+        "today": today,
         "date": day,
         "variant": variant,
+        "board": board,
         "count": count,
         "top": rank_entries(top),
-        "seed": daily_seed(secret, day, variant) if seed_is_public(day, now_ms) else None,
+        "commitment": daily_commitment(secret, day, variant) if day <= today else None,
+        "reveal_ms": reveal_ms(day, time_limit_s),
+        "seed": daily_seed(secret, day, variant) if revealed else None,
+        "nonce": daily_nonce(secret, day, variant) if revealed else None,
         "you": None,
         "around": [],
     }
     if player_id is not None:
-        index = await backend.daily_index(day, variant, player_id)
+        index = await backend.daily_index(day, variant, player_id, board)
         if index is not None:
             start = max(0, index - AROUND)
-            near = await backend.daily_top(day, variant, start, 2 * AROUND + 1)
-            below = await backend.daily_better(day, variant, near[0].score) if near else 0
+            near = await backend.daily_top(day, variant, start, 2 * AROUND + 1, board)
+            below = await backend.daily_better(day, variant, near[0].score, board) if near else 0
             around = rank_entries(near, first_rank=start + 1, below=below)
-            board["around"] = around
-            board["you"] = next((e for e in around if e["player_id"] == player_id), None)
-    return board
+            data["around"] = around
+            data["you"] = next((e for e in around if e["player_id"] == player_id), None)
+    return data
 
 
 async def player_history(backend: Backend, player_id: str, *, now_ms: int) -> dict[str, Any]:
@@ -75,8 +161,10 @@ async def player_history(backend: Backend, player_id: str, *, now_ms: int) -> di
     }
 
 
-async def best_board(backend: Backend, variant: str, *, limit: int = 20) -> dict[str, Any]:
-    """The all-time best ranked attempts of a variant."""
+async def best_board(
+    backend: Backend, variant: str, *, limit: int = 20, board: str = "people"
+) -> dict[str, Any]:
+    """The all-time best ranked attempts of a variant on a board (``people`` or ``bots``)."""
     _check(variant, limit)
-    best = await backend.best_entries(variant, limit)
-    return {"variant": variant, "best": rank_entries(best)}
+    best = await backend.best_entries(variant, limit, parse_board(board))
+    return {"variant": variant, "board": board, "best": rank_entries(best)}

@@ -817,7 +817,15 @@ def _finish(room: Room, why: str) -> Outcome:
     return _emit(
         room,
         lambda r, s: RaceOver(
-            r.code, s, r.race, r.settings.variant, seed, results, daily, r.settings.attempt or None
+            r.code,
+            s,
+            r.race,
+            r.settings.variant,
+            seed,
+            results,
+            daily,
+            r.settings.attempt or None,
+            bot=True if daily and r.settings.bot else None,
         ),
     )
 

@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "solrace.client.cli",
     "solrace.cli_account",
     "solrace.cli_leaderboard",
+    "solrace.cli_verify",
     "solrace.cli_admin",
 ]
 

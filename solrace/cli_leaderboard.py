@@ -1,7 +1,8 @@
-"""``solrace leaderboard``: show a day's board, export it, or remove an entry.
+"""``solrace leaderboard``: show a day's board, export it, review flagged entries, or
+remove one.
 
-``show`` asks a running server over HTTP; ``export`` and ``remove`` are operator tools
-that open the store itself (the embedded data directory, or Redis).
+``show`` asks a running server over HTTP; ``export``, ``flagged``, ``keep`` and ``remove``
+are operator tools that open the store itself (the embedded data directory, or Redis).
 """
 
 from __future__ import annotations
@@ -26,7 +27,17 @@ from .client.terminal import render_board
 from .engine import VARIANTS
 from .server import BackendUnavailable, ServerConfig, make_backend
 from .server.cli import masked_url
-from .server.daily import daily_seed, parse_date, rank_entries, seed_is_public, utc_date
+from .server.daily import (
+    BOARDS,
+    Entry,
+    daily_commitment,
+    daily_nonce,
+    daily_seed,
+    parse_date,
+    rank_entries,
+    utc_date,
+)
+from .server.leaderboard import seed_revealed
 
 __all__ = ["register"]
 
@@ -35,17 +46,27 @@ COLUMNS = (
     "rank",
     "date",
     "variant",
+    "board",
     "player_id",
     "name",
     "attempt",
     "ranked",
+    "unranked",
+    "flag",
+    "kept",
     "status",
     "banked",
     "moves",
     "time_ms",
+    "reached_ms",
     "seed",
+    "nonce",
+    "commitment",
     "log",
+    "times",
 )
+ACTIONS = ("show", "export", "flagged", "keep", "remove")
+STORE_ACTIONS = ("export", "flagged", "keep", "remove")
 
 
 def register(subparsers: Any) -> None:
@@ -55,31 +76,47 @@ def register(subparsers: Any) -> None:
         help="show, export or edit the daily leaderboards",
         description="show (from a server), export or remove (from the store) daily entries",
     )
-    parser.add_argument("action", nargs="?", choices=("show", "export", "remove"), default="show")
+    parser.add_argument("action", nargs="?", choices=ACTIONS, default="show")
+    parser.add_argument(
+        "entry",
+        nargs="*",
+        metavar="DATE VARIANT PLAYER",
+        help="keep, remove: the entry (or --date, --variant and --player)",
+    )
     parser.add_argument("--date", help="the day, YYYY-MM-DD (today, UTC)")
     parser.add_argument("--variant", choices=sorted(VARIANTS), help="one variant (all four)")
+    parser.add_argument("--board", choices=BOARDS, default="people", help="show: which board")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"show: the server ({DEFAULT_URL})")
-    parser.add_argument("--player", help="show: rank this player; remove: whose entry")
+    parser.add_argument("--player", help="show: rank this player; keep, remove: whose entry")
     parser.add_argument("--limit", type=int, default=20, help="show: how many (20)")
-    parser.add_argument("--format", choices=("csv", "json"), default="csv", help="export format")
-    parser.add_argument("--reason", help="remove: why (kept with the removal)")
+    parser.add_argument(
+        "--format", choices=("csv", "json"), default="csv", help="export, flagged: the format"
+    )
+    parser.add_argument("--reason", help="keep, remove: why (kept with the entry)")
     parser.add_argument(
         "--data-dir",
         type=Path,
         default=Path(os.environ.get("SOLRACE_DATA_DIR", "data")),
-        help="export, remove: the embedded node's data directory (or SOLRACE_DATA_DIR; ./data)",
+        help="export, flagged, keep, remove: the embedded node's data directory "
+        "(or SOLRACE_DATA_DIR; ./data)",
     )
     parser.add_argument(
         "--redis",
         default=os.environ.get("SOLRACE_REDIS_URL"),
         metavar="URL",
-        help="export, remove: the nodes' Redis instead (or SOLRACE_REDIS_URL)",
+        help="export, flagged, keep, remove: the nodes' Redis instead (or SOLRACE_REDIS_URL)",
     )
     parser.set_defaults(func=_main)
 
 
 def _main(args: argparse.Namespace) -> int:
     try:
+        if args.entry:
+            if args.action not in ("keep", "remove") or len(args.entry) != 3:
+                raise ValueError("DATE VARIANT PLAYER go with keep and remove only, all three")
+            args.date, args.variant, args.player = args.entry
+            if args.variant not in VARIANTS:
+                raise ValueError(f"unknown variant {args.variant!r}: one of {', '.join(VARIANTS)}")
         date = parse_date(args.date) if args.date else utc_date(int(time.time() * 1000))
     except Exception as error:
         print(f"solrace leaderboard: {error}", file=sys.stderr)
@@ -87,15 +124,23 @@ def _main(args: argparse.Namespace) -> int:
     variants = [args.variant] if args.variant else list(VARIANTS)
     if args.action == "show":
         return _show(args, date, variants)
-    if args.action == "remove" and not (args.variant and args.player and args.reason):
-        print("solrace leaderboard remove: needs --variant, --player and --reason", file=sys.stderr)
+    if args.action in ("keep", "remove") and not (args.variant and args.player and args.reason):
+        print(
+            f"solrace leaderboard {args.action}: needs DATE VARIANT PLAYER (or --date, "
+            "--variant and --player) and --reason",
+            file=sys.stderr,
+        )
         return 2
-    # export and remove open the store itself: refuse one that is not a node's.
+    # The store actions open the store itself: refuse one that is not a node's.
     problem = _missing_store(args)
     if problem is None:
         try:
             if args.action == "remove":
                 return asyncio.run(_remove(args, date))
+            if args.action == "keep":
+                return asyncio.run(_keep(args, date))
+            if args.action == "flagged":
+                return asyncio.run(_flagged(args))
             return asyncio.run(_export(args, date, variants))
         except BackendUnavailable as error:
             reason = str(error.__cause__ or error).strip()
@@ -137,7 +182,7 @@ def _missing_store(args: argparse.Namespace) -> str | None:
 def _show(args: argparse.Namespace, date: str, variants: list[str]) -> int:
     base = args.url.replace("ws://", "http://", 1).replace("wss://", "https://", 1).rstrip("/")
     for variant in variants:
-        query = {"variant": variant, "date": date, "limit": str(args.limit)}
+        query = {"variant": variant, "date": date, "limit": str(args.limit), "board": args.board}
         if args.player:
             query["player"] = args.player
         url = f"{base}/api/leaderboard?{urllib.parse.urlencode(query)}"
@@ -155,40 +200,68 @@ def _config(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(data_dir=args.data_dir, redis_url=args.redis)
 
 
-async def _export(args: argparse.Namespace, date: str, variants: list[str]) -> int:
-    backend = make_backend(_config(args))
-    await backend.start()
-    try:
-        secret = await backend.secret()
-        public = seed_is_public(date, int(time.time() * 1000))
-        rows: list[dict[str, Any]] = []
-        for variant in variants:
-            entries = await backend.daily_entries(date, variant)
-            # Ranks come from the board as it stands: a removed entry holds no place.
-            board = await backend.daily_top(date, variant, 0, len(entries) or 1)
-            ranks = {(r["player_id"], r["attempt"]): r["rank"] for r in rank_entries(board)}
-            seed = daily_seed(secret, date, variant) if public else None
-            for e in entries:
-                listed = (e.player_id, e.attempt) in ranks
-                rows.append(
-                    {
-                        "rank": ranks.get((e.player_id, e.attempt)),
-                        "date": e.date,
-                        "variant": e.variant,
-                        "player_id": e.player_id,
-                        "name": e.name,
-                        "attempt": e.attempt,
-                        "ranked": e.ranked and listed,
-                        "status": e.status,
-                        "banked": e.banked,
-                        "moves": e.moves,
-                        "time_ms": e.time_ms,
-                        "seed": seed,
-                        "log": " ".join(e.log),
-                    }
-                )
-    finally:
-        await backend.close()
+def _row(
+    entry: Entry, rank: int | None, listed: bool, reveal: tuple[int, str] | None, commitment: str
+) -> dict[str, Any]:
+    """An entry as the export prints it: with what ``solrace verify`` needs to check it."""
+    return {
+        "rank": rank,
+        "date": entry.date,
+        "variant": entry.variant,
+        "board": entry.board,
+        "player_id": entry.player_id,
+        "name": entry.name,
+        "attempt": entry.attempt,
+        "ranked": entry.ranked and listed,
+        "unranked": entry.unranked,
+        "flag": entry.flag,
+        "kept": entry.kept,
+        "status": entry.status,
+        "banked": entry.banked,
+        "moves": entry.moves,
+        "time_ms": entry.time_ms,
+        "reached_ms": entry.reached,
+        "seed": reveal[0] if reveal else None,
+        "nonce": reveal[1] if reveal else None,
+        "commitment": commitment,
+        "log": " ".join(entry.log),
+        "times": " ".join(map(str, entry.times)),
+    }
+
+
+async def _rows(
+    backend: Any, secret: bytes, date: str, variant: str, entries: list[Entry], now_ms: int
+) -> list[dict[str, Any]]:
+    """A day's entries of a variant as rows, ranked as its boards stand now."""
+    # Ranks come from the boards as they stand: a removed or flagged entry holds no place.
+    ranks: dict[tuple[str, str, int], int] = {}
+    for board in BOARDS:
+        count = await backend.daily_count(date, variant, board)
+        top = await backend.daily_top(date, variant, 0, count or 1, board)
+        for r in rank_entries(top):
+            ranks[(board, r["player_id"], r["attempt"])] = r["rank"]
+    revealed = await seed_revealed(
+        backend,
+        date,
+        variant,
+        now_ms=now_ms,
+        time_limit_s=ServerConfig().daily_time_limit_s,
+        tidy=False,
+    )
+    reveal = (
+        (daily_seed(secret, date, variant), daily_nonce(secret, date, variant))
+        if revealed
+        else None
+    )
+    commitment = daily_commitment(secret, date, variant)
+    rows = []
+    for e in entries:
+        rank = ranks.get((e.board, e.player_id, e.attempt))
+        rows.append(_row(e, rank, rank is not None, reveal, commitment))
+    return rows
+
+
+def _print_rows(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=1)
         print()
@@ -196,6 +269,69 @@ async def _export(args: argparse.Namespace, date: str, variants: list[str]) -> i
         writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+
+
+async def _export(args: argparse.Namespace, date: str, variants: list[str]) -> int:
+    backend = make_backend(_config(args))
+    await backend.start()
+    try:
+        secret = await backend.secret()
+        now = int(time.time() * 1000)
+        rows: list[dict[str, Any]] = []
+        for variant in variants:
+            entries = await backend.daily_entries(date, variant)
+            rows.extend(await _rows(backend, secret, date, variant, entries, now))
+    finally:
+        await backend.close()
+    _print_rows(args, rows)
+    return 0
+
+
+async def _flagged(args: argparse.Namespace) -> int:
+    """Every flagged entry waiting for review, of any day, as export rows."""
+    backend = make_backend(_config(args))
+    await backend.start()
+    try:
+        secret = await backend.secret()
+        now = int(time.time() * 1000)
+        flagged = await backend.daily_flagged()
+        if args.variant:
+            flagged = [e for e in flagged if e.variant == args.variant]
+        rows: list[dict[str, Any]] = []
+        days = sorted({(e.date, e.variant) for e in flagged})
+        for date, variant in days:
+            entries = [e for e in flagged if (e.date, e.variant) == (date, variant)]
+            rows.extend(await _rows(backend, secret, date, variant, entries, now))
+    finally:
+        await backend.close()
+    _print_rows(args, rows)
+    return 0
+
+
+async def _keep(args: argparse.Namespace, date: str) -> int:
+    """Put a flagged entry on its board: an operator reviewed it."""
+    backend = make_backend(_config(args))
+    await backend.start()
+    try:
+        kept = await backend.keep_daily_entry(date, args.variant, args.player, args.reason)
+    finally:
+        await backend.close()
+    if kept is None:
+        print(
+            f"no flagged entry of {args.player} waits for review on {date} ({args.variant})",
+            file=sys.stderr,
+        )
+        return 1
+    structlog.get_logger("solrace.leaderboard").warning(
+        "daily_entry_kept",
+        date=date,
+        variant=args.variant,
+        player=args.player,
+        flag=kept.flag,
+        reason=args.reason,
+        at=dt.datetime.now(dt.UTC).isoformat(),
+    )
+    print(f"kept {args.player} on {date} ({args.variant}, {kept.board}): {args.reason}")
     return 0
 
 
@@ -208,7 +344,10 @@ async def _remove(args: argparse.Namespace, date: str) -> int:
         await backend.close()
     log = structlog.get_logger("solrace.leaderboard")
     if not removed:
-        print(f"no ranked entry of {args.player} on {date} ({args.variant})", file=sys.stderr)
+        print(
+            f"no ranked or flagged entry of {args.player} on {date} ({args.variant})",
+            file=sys.stderr,
+        )
         return 1
     log.warning(
         "daily_entry_removed",

@@ -1063,6 +1063,34 @@ function boardRows(entries, testid) {
   });
 }
 
+function codeOf(testid, text) {
+  const code = document.createElement("code");
+  code.dataset.testid = testid;
+  code.textContent = text;
+  return code;
+}
+
+// The day's commitment (SHA-256 of "SEED:NONCE"), published from the start of the day;
+// the seed and the nonce once no attempt of the day can still be running.
+function fillSeedLine(line, board) {
+  if (!board) {
+    line.replaceChildren();
+    return;
+  }
+  const parts = [];
+  if (board.commitment) {
+    parts.push("Commitment to the deal (SHA-256 of seed:nonce): ", codeOf("daily-commitment", board.commitment), document.createElement("br"));
+  }
+  if (board.seed !== null && board.seed !== undefined) {
+    parts.push("Deal seed (replay it to check the board): ", codeOf("daily-seed", String(board.seed)));
+    if (board.nonce) parts.push(" · nonce: ", codeOf("daily-nonce", board.nonce));
+  } else {
+    const at = board.reveal_ms ? new Date(board.reveal_ms).toISOString().slice(0, 16).replace("T", " ") : null;
+    parts.push(at ? `The deal's seed and nonce are revealed at ${at} UTC, once no attempt of the day can still be running.` : "The deal's seed is revealed once the day is over (UTC).");
+  }
+  line.replaceChildren(...parts);
+}
+
 function renderDaily() {
   const daily = state.daily;
   const board = daily.board;
@@ -1119,16 +1147,7 @@ function renderDaily() {
     $("daily-around").querySelector("tbody").replaceChildren(...boardRows(board.around, "around-row"));
   }
 
-  const seedLine = $("daily-seed-line");
-  if (fresh && board.seed !== null && board.seed !== undefined) {
-    seedLine.replaceChildren("Deal seed (replay it to check the board): ");
-    const code = document.createElement("code");
-    code.dataset.testid = "daily-seed";
-    code.textContent = String(board.seed);
-    seedLine.append(code);
-  } else {
-    seedLine.textContent = fresh ? "The deal's seed is revealed once the day is over (UTC)." : "";
-  }
+  fillSeedLine($("daily-seed-line"), fresh ? board : null);
 
   const streaks = board?.streaks || { played: 0, won: 0, best_played: 0, best_won: 0 };
   $("streak-played").textContent = String(streaks.played);

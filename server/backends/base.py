@@ -308,6 +308,9 @@ class Backend(ABC):
         """
 
     # daily challenge --------------------------------------------------------------------
+    #
+    # A day's boards: ``people`` (the default) and ``bots``. A ranked entry of a person
+    # that is flagged waits off the board until an operator keeps or removes it.
 
     @abstractmethod
     async def daily_attempt(self, date: str, variant: str, player_id: str) -> int:
@@ -315,38 +318,69 @@ class Backend(ABC):
 
     @abstractmethod
     async def save_daily_entry(self, entry: Entry) -> None:
-        """Keep a finished attempt; a ranked one joins the day's and the all-time boards."""
+        """Keep a finished attempt; a ranked one joins its board of the day and of all time,
+        unless it is flagged: it then waits for review (:meth:`daily_flagged`)."""
 
     @abstractmethod
-    async def daily_top(self, date: str, variant: str, offset: int, limit: int) -> list[Entry]:
-        """Ranked entries of a day in score order, from ``offset``."""
+    async def daily_top(
+        self, date: str, variant: str, offset: int, limit: int, board: str = "people"
+    ) -> list[Entry]:
+        """Ranked entries of a day's board in score order, from ``offset``."""
 
     @abstractmethod
-    async def daily_index(self, date: str, variant: str, player_id: str) -> int | None:
+    async def daily_index(
+        self, date: str, variant: str, player_id: str, board: str = "people"
+    ) -> int | None:
         """The player's place (from 0) on the day's board, or None."""
 
     @abstractmethod
-    async def daily_better(self, date: str, variant: str, score: float) -> int:
-        """How many ranked entries of the day score strictly better than ``score``."""
+    async def daily_better(
+        self, date: str, variant: str, score: float, board: str = "people"
+    ) -> int:
+        """How many entries of the day's board score strictly better than ``score``."""
 
     @abstractmethod
-    async def daily_count(self, date: str, variant: str) -> int:
-        """How many ranked entries the day's board holds."""
+    async def daily_count(self, date: str, variant: str, board: str = "people") -> int:
+        """How many entries the day's board holds."""
 
     @abstractmethod
     async def daily_entries(self, date: str, variant: str) -> list[Entry]:
-        """Every attempt of the day, ranked or not (for exports)."""
+        """Every attempt of the day, ranked or not, on either board (for exports)."""
 
     @abstractmethod
     async def player_history(self, player_id: str) -> list[Entry]:
         """Every attempt the player made, oldest day first."""
 
     @abstractmethod
-    async def best_entries(self, variant: str, limit: int) -> list[Entry]:
-        """The best ranked entries of a variant over all days, in score order."""
+    async def best_entries(self, variant: str, limit: int, board: str = "people") -> list[Entry]:
+        """The best entries of a variant's board over all days, in score order."""
 
     @abstractmethod
     async def remove_daily_entry(
         self, date: str, variant: str, player_id: str, reason: str
     ) -> bool:
-        """Take a player's ranked entry off the boards, keeping the reason; False if none."""
+        """Take a player's ranked entry off the boards (or out of review), keeping the
+        reason; False if none."""
+
+    @abstractmethod
+    async def daily_flagged(self) -> list[Entry]:
+        """Every flagged entry still waiting for review, oldest day first."""
+
+    @abstractmethod
+    async def keep_daily_entry(
+        self, date: str, variant: str, player_id: str, reason: str
+    ) -> Entry | None:
+        """Put a flagged entry on its board, keeping the reason; the entry, or None if no
+        entry of the player waits for review there."""
+
+    @abstractmethod
+    async def add_daily_room(self, date: str, variant: str, code: str) -> None:
+        """Note the room of an attempt at a day's deal, before its race starts."""
+
+    @abstractmethod
+    async def daily_rooms(self, date: str, variant: str) -> list[str]:
+        """The rooms of a day's attempts not yet known to be over."""
+
+    @abstractmethod
+    async def drop_daily_rooms(self, date: str, variant: str, codes: list[str]) -> None:
+        """Forget rooms of a day's attempts: they are over."""

@@ -27,6 +27,7 @@ import os
 import secrets
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,12 @@ CREATE TABLE IF NOT EXISTS daily_entries (
     PRIMARY KEY (date, variant, player_id, attempt)
 );
 CREATE INDEX IF NOT EXISTS daily_board ON daily_entries (variant, ranked, removed, score);
+CREATE TABLE IF NOT EXISTS daily_rooms (
+    date TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    code TEXT NOT NULL,
+    PRIMARY KEY (date, variant, code)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS daily_removals (
     date TEXT NOT NULL,
     variant TEXT NOT NULL,
@@ -201,6 +208,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(SCHEMA)
         db.executescript(ACCOUNTS_SCHEMA)
+        self._migrate_daily(db)
         if "times" not in {row[1] for row in db.execute("PRAGMA table_info(logs)")}:
             db.execute("ALTER TABLE logs ADD COLUMN times TEXT NOT NULL DEFAULT ''")
         columns = {row[1] for row in db.execute("PRAGMA table_info(players)")}
@@ -653,7 +661,23 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     # daily challenge --------------------------------------------------------------------
 
-    _BOARD = "date = ? AND variant = ? AND ranked = 1 AND removed = 0"
+    # A board's entries: ranked, not removed, not waiting for review.
+    _BOARD = "date = ? AND variant = ? AND board = ? AND ranked = 1 AND removed = 0 AND flagged = 0"
+
+    @staticmethod
+    def _migrate_daily(db: sqlite3.Connection) -> None:
+        """Columns of the daily entries a data directory from before them lacks."""
+        columns = {row[1] for row in db.execute("PRAGMA table_info(daily_entries)")}
+        for column, kind in (
+            ("board", "TEXT NOT NULL DEFAULT 'people'"),
+            ("flagged", "INTEGER NOT NULL DEFAULT 0"),
+        ):
+            if column not in columns:
+                db.execute(f"ALTER TABLE daily_entries ADD COLUMN {column} {kind}")
+        db.execute(
+            "CREATE INDEX IF NOT EXISTS daily_boards "
+            "ON daily_entries (date, variant, board, ranked, removed, flagged, score)"
+        )
 
     async def daily_attempt(self, date: str, variant: str, player_id: str) -> int:
         """Count the attempt in SQLite."""
@@ -672,7 +696,8 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         """Insert the attempt (a repeat of the same attempt changes nothing)."""
         self._write().execute(
             "INSERT OR IGNORE INTO daily_entries "
-            "(date, variant, player_id, attempt, ranked, score, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "(date, variant, player_id, attempt, ranked, score, data, board, flagged) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.date,
                 entry.variant,
@@ -681,55 +706,63 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
                 int(entry.ranked),
                 entry.score,
                 json.dumps(entry.to_dict()),
+                entry.board,
+                int(entry.held),
             ),
         )
 
     def _entries(self, sql: str, args: tuple[Any, ...]) -> list[Entry]:
         return [Entry.from_dict(json.loads(row[0])) for row in self.db.execute(sql, args)]
 
-    async def daily_top(self, date: str, variant: str, offset: int, limit: int) -> list[Entry]:
+    async def daily_top(
+        self, date: str, variant: str, offset: int, limit: int, board: str = "people"
+    ) -> list[Entry]:
         """The board from SQLite, ties in player id order."""
         return self._entries(
             f"SELECT data FROM daily_entries WHERE {self._BOARD} "
             "ORDER BY score, player_id LIMIT ? OFFSET ?",
-            (date, variant, limit, offset),
+            (date, variant, board, limit, offset),
         )
 
-    async def daily_index(self, date: str, variant: str, player_id: str) -> int | None:
+    async def daily_index(
+        self, date: str, variant: str, player_id: str, board: str = "people"
+    ) -> int | None:
         """Entries before the player's, in board order."""
         row = self.db.execute(
             f"SELECT score FROM daily_entries WHERE {self._BOARD} AND player_id = ?",
-            (date, variant, player_id),
+            (date, variant, board, player_id),
         ).fetchone()
         if row is None:
             return None
         before = self.db.execute(
             f"SELECT COUNT(*) FROM daily_entries WHERE {self._BOARD} "
             "AND (score < ? OR (score = ? AND player_id < ?))",
-            (date, variant, row[0], row[0], player_id),
+            (date, variant, board, row[0], row[0], player_id),
         ).fetchone()
         return int(before[0])
 
-    async def daily_better(self, date: str, variant: str, score: float) -> int:
+    async def daily_better(
+        self, date: str, variant: str, score: float, board: str = "people"
+    ) -> int:
         """Entries with a lower score."""
         row = self.db.execute(
             f"SELECT COUNT(*) FROM daily_entries WHERE {self._BOARD} AND score < ?",
-            (date, variant, score),
+            (date, variant, board, score),
         ).fetchone()
         return int(row[0])
 
-    async def daily_count(self, date: str, variant: str) -> int:
-        """Ranked entries of the day."""
+    async def daily_count(self, date: str, variant: str, board: str = "people") -> int:
+        """Entries on the day's board."""
         row = self.db.execute(
-            f"SELECT COUNT(*) FROM daily_entries WHERE {self._BOARD}", (date, variant)
+            f"SELECT COUNT(*) FROM daily_entries WHERE {self._BOARD}", (date, variant, board)
         ).fetchone()
         return int(row[0])
 
     async def daily_entries(self, date: str, variant: str) -> list[Entry]:
-        """Every attempt of the day, the board's first."""
+        """Every attempt of the day, the boards' first."""
         return self._entries(
             "SELECT data FROM daily_entries WHERE date = ? AND variant = ? "
-            "ORDER BY ranked DESC, removed, score, player_id, attempt",
+            "ORDER BY ranked DESC, removed, flagged, board DESC, score, player_id, attempt",
             (date, variant),
         )
 
@@ -740,21 +773,22 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             (player_id,),
         )
 
-    async def best_entries(self, variant: str, limit: int) -> list[Entry]:
-        """The variant's best ranked entries over all days."""
+    async def best_entries(self, variant: str, limit: int, board: str = "people") -> list[Entry]:
+        """The variant's best entries of a board over all days."""
         return self._entries(
-            "SELECT data FROM daily_entries WHERE variant = ? AND ranked = 1 AND removed = 0 "
-            "ORDER BY score, date, player_id LIMIT ?",
-            (variant, limit),
+            "SELECT data FROM daily_entries WHERE variant = ? AND board = ? AND ranked = 1 "
+            "AND removed = 0 AND flagged = 0 ORDER BY score, date, player_id LIMIT ?",
+            (variant, board, limit),
         )
 
     async def remove_daily_entry(
         self, date: str, variant: str, player_id: str, reason: str
     ) -> bool:
-        """Mark the ranked entry removed and log why."""
+        """Mark the ranked entry removed (on a board or in review) and log why."""
         db = self._write()
         cursor = db.execute(
-            f"UPDATE daily_entries SET removed = 1 WHERE {self._BOARD} AND player_id = ?",
+            "UPDATE daily_entries SET removed = 1 WHERE date = ? AND variant = ? "
+            "AND player_id = ? AND ranked = 1 AND removed = 0",
             (date, variant, player_id),
         )
         if cursor.rowcount == 0:
@@ -764,3 +798,53 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             (date, variant, player_id, reason),
         )
         return True
+
+    async def daily_flagged(self) -> list[Entry]:
+        """Flagged entries not yet reviewed."""
+        return self._entries(
+            "SELECT data FROM daily_entries WHERE ranked = 1 AND removed = 0 AND flagged = 1 "
+            "ORDER BY date, variant, score, player_id",
+            (),
+        )
+
+    async def keep_daily_entry(
+        self, date: str, variant: str, player_id: str, reason: str
+    ) -> Entry | None:
+        """Put the flagged entry on its board, the reason in its data."""
+        where = (
+            "date = ? AND variant = ? AND player_id = ? AND ranked = 1 AND removed = 0 "
+            "AND flagged = 1"
+        )
+        key = (date, variant, player_id)
+        row = self.db.execute(f"SELECT data FROM daily_entries WHERE {where}", key).fetchone()
+        if row is None:
+            return None
+        kept = replace(Entry.from_dict(json.loads(row[0])), kept=reason)
+        self._write().execute(
+            f"UPDATE daily_entries SET flagged = 0, data = ? WHERE {where}",
+            (json.dumps(kept.to_dict()), *key),
+        )
+        return kept
+
+    async def add_daily_room(self, date: str, variant: str, code: str) -> None:
+        """Note the attempt's room."""
+        self._write().execute(
+            "INSERT OR IGNORE INTO daily_rooms (date, variant, code) VALUES (?, ?, ?)",
+            (date, variant, code),
+        )
+
+    async def daily_rooms(self, date: str, variant: str) -> list[str]:
+        """The rooms noted for the day and not dropped."""
+        rows = self.db.execute(
+            "SELECT code FROM daily_rooms WHERE date = ? AND variant = ? ORDER BY code",
+            (date, variant),
+        )
+        return [row[0] for row in rows]
+
+    async def drop_daily_rooms(self, date: str, variant: str, codes: list[str]) -> None:
+        """Forget the rooms."""
+        if codes:
+            self._write().executemany(
+                "DELETE FROM daily_rooms WHERE date = ? AND variant = ? AND code = ?",
+                [(date, variant, code) for code in codes],
+            )

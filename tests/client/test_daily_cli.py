@@ -9,11 +9,12 @@ import io
 from contextlib import redirect_stdout
 from typing import Any
 
+import pytest
 from conftest import TIMEOUT, RunningServer, ServerFactory
+from daily_support import AT_ONCE, account
 from test_terminal import ScriptedConsole
 
 from solrace.cli import main
-from solrace.client import Client
 from solrace.client.terminal import daily
 from solrace.engine import replay
 
@@ -38,11 +39,19 @@ async def _run(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+@pytest.fixture
+async def server(start_server: ServerFactory) -> RunningServer:
+    """One node on which an account is ranked from the day it is made."""
+    return await start_server(**AT_ONCE)
+
+
 async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServer) -> None:
+    async with account(server.url, "tess") as tess:
+        token = tess.token  # the daily deal is an account's: the terminal signs in with it
     console = ScriptedConsole()
     # Rainbow Canfield: its first draw is always a move (a Canfield deal may be stuck).
     task = asyncio.ensure_future(
-        daily(server.url, console, name="tess", variant="rainbow-canfield")
+        daily(server.url, console, name="tess", token=token, variant="rainbow-canfield")
     )
     await console.shows(r"^daily rainbow-canfield \d{4}-\d\d-\d\d, attempt 1 \(ranked\)")
     await console.shows(r"moves: 1\) ")
@@ -58,8 +67,8 @@ async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServ
 
 
 async def test_show_export_replay_and_remove(start_server: ServerFactory) -> None:
-    server = await start_server(clock=PAST.timestamp)
-    async with Client(server.url, name="uma", request_timeout=TIMEOUT) as uma:
+    server = await start_server(clock=PAST.timestamp, **AT_ONCE)
+    async with account(server.url, "uma") as uma:
         await uma.daily("canfield")
         for _ in range(6):
             assert uma.view is not None

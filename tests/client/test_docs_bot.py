@@ -33,6 +33,7 @@ async def test_the_documented_bot_plays_until_its_game_ends(
     await host.start()
     await host.next_event("race_started", timeout=TIMEOUT)
     bot_id = joined["members"][1]["player_id"]
+    assert server.node.sessions[bot_id].bot  # it says it is a bot
     last: dict[str, Any] = {}
     async with asyncio.timeout(TIMEOUT * 3):
         while last.get("status", "playing") == "playing":

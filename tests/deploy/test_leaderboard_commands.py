@@ -9,7 +9,9 @@ Redis away they say which Redis. Each test runs the real command in a process of
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
+import json
 import os
 import subprocess
 import sys
@@ -20,11 +22,14 @@ from conftest import TIMEOUT
 from redis_server import free_port
 
 from solrace.server import EmbeddedBackend
-from solrace.server.daily import Entry
+from solrace.server.daily import Entry, daily_commitment
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATE = "2026-11-20"
 REMOVE = ("remove", "--date", DATE, "--variant", "canfield", "--player", "p1", "--reason", "r")
+KEEP = ("keep", DATE, "canfield", "p1", "--reason", "r")
+STORE_ACTIONS = [("export",), ("flagged",), KEEP, REMOVE]
+STORE_IDS = ["export", "flagged", "keep", "remove"]
 
 
 def leaderboard(cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -60,7 +65,7 @@ def assert_says_where_and_how(line: str, folder: Path) -> None:
         assert way in line, line
 
 
-@pytest.mark.parametrize("action", [("export",), REMOVE], ids=["export", "remove"])
+@pytest.mark.parametrize("action", STORE_ACTIONS, ids=STORE_IDS)
 def test_without_a_data_directory_they_refuse_and_create_nothing(
     tmp_path: Path, action: tuple[str, ...]
 ) -> None:
@@ -117,9 +122,70 @@ async def test_a_node_data_directory_is_exported_and_edited(tmp_path: Path) -> N
     assert list(cwd.iterdir()) == []
 
 
-@pytest.mark.parametrize("action", [("export",), REMOVE], ids=["export", "remove"])
+@pytest.mark.parametrize("action", STORE_ACTIONS, ids=STORE_IDS)
 def test_with_redis_away_they_say_which_redis(tmp_path: Path, action: tuple[str, ...]) -> None:
     url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"  # nothing listens there
     line = refusal(leaderboard(tmp_path, *action, "--redis", url), action[0])
     assert f"cannot reach Redis at {url.replace('hunter2', '***')}: " in line
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_flagged_entries_are_listed_kept_or_removed(tmp_path: Path) -> None:
+    folder = tmp_path / "node-data"
+    backend = EmbeddedBackend(folder)
+    await backend.start()
+    try:
+        ann = Entry(DATE, "canfield", "ann", "ann", 1, "stuck", 20, 9, 1_000)
+        await backend.save_daily_entry(ann)
+        for player, banked in (("p1", 30), ("p2", 25)):
+            fast = Entry(DATE, "canfield", player, player, 1, "stuck", banked, 40, 2_000)
+            await backend.save_daily_entry(Entry.from_dict({**fast.to_dict(), "flag": "pace"}))
+    finally:
+        await backend.close()
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    store = ("--data-dir", str(folder))
+
+    listed = leaderboard(cwd, "flagged", *store)
+    assert listed.returncode == 0, listed.stderr
+    rows = list(csv.DictReader(io.StringIO(listed.stdout)))
+    assert [(r["player_id"], r["flag"], r["rank"]) for r in rows] == [
+        ("p1", "pace", ""),
+        ("p2", "pace", ""),
+    ]
+
+    kept = leaderboard(cwd, "keep", DATE, "canfield", "p1", "--reason", "a steady hand", *store)
+    assert kept.returncode == 0, kept.stderr
+    assert "kept p1" in kept.stdout and "a steady hand" in kept.stdout
+    again = leaderboard(cwd, "keep", DATE, "canfield", "p1", "--reason", "twice", *store)
+    assert again.returncode == 1 and "no flagged entry of p1" in again.stderr
+    removed = leaderboard(cwd, "remove", DATE, "canfield", "p2", "--reason", "a bot", *store)
+    assert removed.returncode == 0, removed.stderr
+    assert list(csv.DictReader(io.StringIO(leaderboard(cwd, "flagged", *store).stdout))) == []
+
+    exported = leaderboard(cwd, "export", "--date", DATE, "--format", "json", *store)
+    rows = {r["player_id"]: r for r in json.loads(exported.stdout)}
+    assert (rows["p1"]["rank"], rows["p1"]["kept"]) == (1, "a steady hand")
+    assert (rows["ann"]["rank"], rows["p2"]["rank"], rows["p2"]["ranked"]) == (2, None, False)
+
+    half = leaderboard(cwd, "keep", DATE, "canfield", "--reason", "r", *store)
+    assert half.returncode == 2 and "DATE VARIANT PLAYER" in half.stderr
+    odd = leaderboard(cwd, "export", DATE, "canfield", "p1", *store)
+    assert odd.returncode == 2 and "keep and remove only" in odd.stderr
+
+
+async def test_an_export_before_the_reveal_carries_the_commitment_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "node-data"
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    backend = EmbeddedBackend(folder)
+    await backend.start()
+    try:
+        await backend.save_daily_entry(Entry(today, "canfield", "p", "p", 1, "stuck", 9, 9, 900))
+    finally:
+        await backend.close()
+    exported = leaderboard(tmp_path, "export", "--format", "json", "--data-dir", str(folder))
+    (row,) = [r for r in json.loads(exported.stdout) if r["variant"] == "canfield"]
+    assert row["seed"] is None and row["nonce"] is None
+    assert row["commitment"] == daily_commitment(
+        (folder / "secret.key").read_bytes(), today, "canfield"
+    )

@@ -144,6 +144,8 @@ async def test_joins_are_bounded_and_a_leave_is_never_refused(
 async def test_daily_starts_are_bounded(start_server: ServerFactory) -> None:
     server = await serve(start_server, daily_starts_per_day=2)
     raw = await RawClient.open(server.url, name="daily", headers=at(ATTACKER))
+    claimed = await raw.request({"type": "claim", "password": "a daily pass phrase"})
+    assert claimed["type"] == "account", claimed  # the daily deal is an account's
     for _ in range(2):
         started = await raw.request({"type": "daily", "variant": "rainbow-canfield"})
         assert started["type"] == "room", started

@@ -84,8 +84,8 @@ async def until(test: Callable[[], bool], what: str, tasks: list[asyncio.Task[No
 
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[NodeProcess]:
-    """An embedded ``solrace serve`` process."""
-    process = NodeProcess(tmp_path / "node", None)
+    """An embedded ``solrace serve`` process (an account is ranked from the day it is made)."""
+    process = NodeProcess(tmp_path / "node", None, "--daily-account-age", "0")
     process.start()
     process.wait_listening()
     yield process
@@ -125,6 +125,7 @@ async def _race_through_a_restart(
     ]
     watcher = await client(node, "watcher", clients)
     daily = Player(await client(node, "solo", clients), 0, random.Random(7))
+    await daily.client.claim("a daily pass phrase")  # the daily deal is an account's
 
     host = players[0].client
     room = await host.create_room(
