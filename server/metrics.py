@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -79,6 +79,9 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # The process's CPU seconds and resident memory (process_cpu_seconds_total,
+        # process_resident_memory_bytes), which a load test reads to size a node.
+        ProcessCollector(registry=r)
         self.connections = Gauge("solrace_connections", "Open websocket connections", registry=r)
         self.rooms = Gauge("solrace_rooms", "Rooms with a member on this node", registry=r)
         self.races = Counter("solrace_races_started", "Races started", registry=r)

@@ -27,6 +27,7 @@ COMMAND_MODULES: list[str] = [
     "solrace.cli_leaderboard",
     "solrace.cli_verify",
     "solrace.cli_admin",
+    "solrace.cli_loadtest",
 ]
 
 Handler = Callable[[argparse.Namespace], int]

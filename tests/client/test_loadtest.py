@@ -1,0 +1,72 @@
+"""``solrace loadtest`` against a real node: bots race at a pace, and the report adds up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import TIMEOUT
+from process_support import NodeProcess
+from redis_server import free_port
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[tuple[NodeProcess, int]]:
+    """``solrace serve`` trusting this machine as a proxy, with a metrics port."""
+    metrics = free_port()
+    process = NodeProcess(
+        tmp_path / "node", None, "--trusted-proxy", "127.0.0.1", "--metrics-port", str(metrics)
+    )
+    process.start()
+    process.wait_listening()
+    yield process, metrics
+    process.stop()
+
+
+def test_bots_race_at_their_pace_and_the_report_counts_them(
+    node: tuple[NodeProcess, int],
+) -> None:
+    process, metrics = node
+    command = [sys.executable, "-m", "solrace", "loadtest", process.url, "--players", "12"]
+    command += ["--pace", "200ms", "--duration", "4s", "--ramp", "0.5s", "--spectators", "2"]
+    command += ["--addresses", "--metrics", f"http://127.0.0.1:{metrics}/", "--json"]
+    command += ["--illegal-rate", "0.2", "--processes", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=6 * TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    total = report["total"]
+    assert total["connected"] == 12 and total["spectators"] == 2, total
+    # Twelve players at five moves a second for about three seconds, none refused but for
+    # the moves played wrong on purpose (a fifth of them).
+    assert 60 <= total["moves"] <= 12 * 5 * 4 + 12, total
+    assert set(total["errors"]) <= {"illegal_move"}, total["errors"]
+    assert 0 < total["refused"] < total["moves"] / 2
+    assert total["p50_ms"] > 0 and total["p99_ms"] >= total["p50_ms"]
+    assert total["server_rss_mib"] and total["server_rss_mib"] > 10
+    assert len(report["seconds"]) >= 3 and all("p99_ms" in s for s in report["seconds"])
+
+
+def test_a_duration_it_cannot_read_is_refused_plainly() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "solrace",
+            "loadtest",
+            "ws://127.0.0.1:9/",
+            "--players",
+            "1",
+            "--pace",
+            "soon",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert (
+        done.returncode == 2 and "not a duration" in done.stderr and "Traceback" not in done.stderr
+    )
