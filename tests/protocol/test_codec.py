@@ -13,11 +13,15 @@ from solrace.protocol import (
     JSON_SUBPROTOCOL,
     MSGPACK_SUBPROTOCOL,
     REQUESTS,
+    Account,
     Ack,
     Boards,
+    ChangePassword,
+    Claim,
     Codec,
     Countdown,
     CreateRoom,
+    DeleteAccount,
     Error,
     ErrorCode,
     GetLeaderboard,
@@ -40,6 +44,7 @@ from solrace.protocol import (
     Rematch,
     Request,
     Resign,
+    RevokeTokens,
     RoomSnapshot,
     ServerMessage,
     SetReady,
@@ -378,6 +383,8 @@ SAMPLES: list[Request] = [
     Hello(2, token="0123456789abcdef.c2lnbmF0dXJl"),
     Hello(3, name="Ann", token="0123456789abcdef.c2lnbmF0dXJl"),
     Hello(20, name="Ann", legal_moves=True),
+    Hello(26, account="ann", password="correct horse battery"),
+    Hello(27, name="beep", bot=True),
     CreateRoom(4, "canfield"),
     CreateRoom(5, "british-canister", 2, False, False, 120, 0),
     CreateRoom(21, "canfield", spectators="delayed", spectator_delay=45),
@@ -399,6 +406,10 @@ SAMPLES: list[Request] = [
     SetSettings(23, "after"),
     SetSettings(24, "delayed", 60),
     SetSettings(25, spectator_delay=10),
+    Claim(28, "correct horse battery"),
+    ChangePassword(29, "correct horse battery", "staple it twice"),
+    RevokeTokens(30),
+    DeleteAccount(31, "staple it twice"),
     Ping(17),
     Ping(0),
 ]
@@ -423,12 +434,13 @@ def test_the_two_codecs_carry_the_same_data(request_: Request) -> None:
 
 
 def test_encoded_requests_leave_out_unset_optional_fields() -> None:
-    # The token (None) is left out; legal_moves has a value, False, so it is sent.
+    # The token (None) is left out; legal_moves and bot have a value, False, so are sent.
     assert json.loads(JsonCodec().encode_request(Hello(1, name="Ann"))) == {
         "type": "hello",
         "id": 1,
         "name": "Ann",
         "legal_moves": False,
+        "bot": False,
     }
 
 
@@ -469,6 +481,14 @@ def test_the_catalogue_spec_matches_the_dataclasses() -> None:
         "name": ("str?", False),
         "token": ("str?", False),
         "legal_moves": ("bool", False),
+        "account": ("str?", False),
+        "password": ("str?", False),
+        "bot": ("bool", False),
+    }
+    assert REQUESTS["change_password"][1] == {
+        "id": ("int", True),
+        "old": ("str", True),
+        "new": ("str", True),
     }
 
 
@@ -497,6 +517,8 @@ SERVER_SAMPLES: list[ServerMessage] = [
     Members("ROOM", 6, "lobby", "p1", [], {"spectators": "off"}, removed={"p2": "spectators_off"}),
     Boards("ROOM", 1, 30, {"p1": VIEW}),
     Leaderboard(9, {"date": "2026-11-30", "variant": "canfield", "top": []}),
+    Welcome(1, "p1", "Ann", "p1.sig", account={"name": "Ann", "created_ms": 5}, bot=True),
+    Account(10, "Ann", 1764512345678, "p1.sig2"),
 ]
 
 
