@@ -362,3 +362,39 @@ async def test_an_account_is_held_to_its_budget_from_every_address(
         await login(server, "PIA", PASSWORD, headers=at("192.0.2.9")), "account_logins_per_hour"
     )
     assert (await login(server, "Quinn", PASSWORD, headers=at("192.0.2.9")))["type"] == "welcome"
+
+
+async def test_deleting_anonymises_entries_on_the_bots_board_and_in_review(
+    start_server: ServerFactory,
+) -> None:
+    clock = Clock()
+    server = await start_server(clock=clock, daily_account_age_days=0)
+    backend = server.node.backend
+    date = dt.datetime.fromtimestamp(clock.now, dt.UTC).date().isoformat()
+    gone: dict[str, str] = {}
+    for name, bot, gap_s in (("robo", True, 2.0), ("swift", False, 0.05)):
+        player = await client(server, name=name, bot=bot)
+        await player.claim(PASSWORD)
+        await player.daily("rainbow-canfield")
+        for _ in range(25):  # a person's pace for a bot, a bot's for the person
+            clock.now += gap_s
+            await player.move("d")
+        await player.resign()
+        await player.next_event("race_over", timeout=TIMEOUT)
+        await player.leave()
+        assert player.player_id is not None
+        gone[name] = player.player_id
+        await player.delete_account(PASSWORD)
+        await player.close()
+    entries = await backend.daily_entries(date, "rainbow-canfield")
+    assert len(entries) == 2
+    assert {e.name for e in entries} == {DELETED_NAME}
+    assert not {e.player_id for e in entries} & set(gone.values())
+    (bot_entry,) = await backend.daily_top(date, "rainbow-canfield", 0, 10, "bots")
+    assert bot_entry.name == DELETED_NAME and bot_entry.player_id not in gone.values()
+    (held,) = await backend.daily_flagged()
+    assert held.name == DELETED_NAME and held.player_id not in gone.values()
+    # An operator reviews it as any other: it goes on the people's board, anonymous.
+    assert await backend.keep_daily_entry(date, "rainbow-canfield", held.player_id, "fine")
+    (kept,) = await backend.daily_top(date, "rainbow-canfield", 0, 10)
+    assert (kept.name, kept.player_id) == (DELETED_NAME, held.player_id)
