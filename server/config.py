@@ -7,6 +7,7 @@ import inspect
 import itertools
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from ..protocol import Limits
 
@@ -87,13 +88,12 @@ class Budgets:
         """Budgets out of the way, for a benchmark or a load test against a node of one's
         own (its many clients come from one address); never for a node people use."""
         big = 1 << 30
-        return cls(
-            **{
-                f.name: (0.0 if f.name == "members_interval_s" else type(f.default)(big))
-                for f in fields(cls)
-                if f.name != "heavy_request_cost"
-            }
-        )
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            default: Any = f.default  # a float or an int, never MISSING: every field has one
+            if f.name != "heavy_request_cost":
+                values[f.name] = 0.0 if f.name == "members_interval_s" else type(default)(big)
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
