@@ -32,7 +32,7 @@ class DelayedBoards:
     def __init__(self, race: int, delay_ms: int, step_ms: int = 0) -> None:
         self.race = race
         self.delay_ms = delay_ms
-        self.step_ms = max(step_ms, delay_ms // MAX_WAITING, 1)
+        self.step_ms = max(step_ms, -(-delay_ms // MAX_WAITING), 1)  # ceil: <= MAX_WAITING runs
         # By player: [first heard, last heard, board] of each run, oldest first.
         self.waiting: dict[str, deque[list[Any]]] = {}
         self.shown: dict[str, dict[str, Any]] = {}  # by player: the board due last
