@@ -5,7 +5,10 @@
 (:mod:`solrace.client.logins`); ``--new`` first claims the name as a new account.
 ``solrace play``, ``daily`` and ``watch`` then play as the account on that server.
 ``logout`` forgets the token; ``--everywhere`` first makes every token of the account stop
-working (every device is logged out).
+working (every device is logged out). ``account password`` changes the password (every
+other device is logged out; the token kept here is replaced by the fresh one), and
+``account delete`` deletes the account (its board entries are anonymised) and forgets
+its token.
 """
 
 from __future__ import annotations
@@ -51,6 +54,25 @@ def register(subparsers: Any) -> None:
         help="first make every token of the account stop working (all devices)",
     )
     logout.set_defaults(func=_logout)
+    account: argparse.ArgumentParser = subparsers.add_parser(
+        "account", help="change the password of the account logged in, or delete it"
+    )
+    actions = account.add_subparsers(dest="action", metavar="ACTION", required=True)
+    password = actions.add_parser(
+        "password", help="change the password (every other device is logged out)"
+    )
+    delete = actions.add_parser(
+        "delete", help="delete the account; its board entries are anonymised"
+    )
+    for action, func in ((password, _change_password), (delete, _delete)):
+        action.add_argument("--url", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+        action.add_argument(
+            "--password-stdin",
+            action="store_true",
+            help="read the password(s) from standard input, one a line",
+        )
+        action.set_defaults(func=func)
+    delete.add_argument("--yes", action="store_true", help="do not ask to confirm (for scripts)")
 
 
 def _password(args: argparse.Namespace, prompt: str) -> str:
@@ -109,3 +131,62 @@ def _logout(args: argparse.Namespace) -> int:
 async def _revoke(url: str, token: str) -> None:
     async with Client(url, token=token, resume=False) as client:
         await client.revoke_tokens()
+
+
+def _kept_login(args: argparse.Namespace, command: str) -> dict[str, str] | None:
+    login = stored_login(args.url)
+    if login is None:
+        print(
+            f"solrace account {command}: not logged in at {args.url} (solrace login first)",
+            file=sys.stderr,
+        )
+    return login
+
+
+def _change_password(args: argparse.Namespace) -> int:
+    login = _kept_login(args, "password")
+    if login is None:
+        return 1
+    old = _password(args, f"current password of {login['account']}: ")
+    new = _password(args, "new password: ")
+    if not args.password_stdin and getpass.getpass("again: ") != new:
+        print("solrace account password: the passwords differ", file=sys.stderr)
+        return 1
+    try:
+        reply = asyncio.run(_with_account(args.url, login["token"], "change", old, new))
+    except (ServerError, ClientClosed, OSError) as error:
+        print(f"solrace account password: {error}", file=sys.stderr)
+        return 1
+    store_login(args.url, reply["token"], login["account"])
+    print(f"changed the password of {login['account']} (every other device is logged out)")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    login = _kept_login(args, "delete")
+    if login is None:
+        return 1
+    name = login["account"]
+    if not args.yes:
+        answer = input(f"delete the account {name}? its board entries are anonymised [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("kept the account")
+            return 1
+    password = _password(args, f"password of {name}: ")
+    try:
+        asyncio.run(_with_account(args.url, login["token"], "delete", password))
+    except (ServerError, ClientClosed, OSError) as error:
+        print(f"solrace account delete: {error}", file=sys.stderr)
+        return 1
+    forget_login(args.url)
+    print(f"deleted the account {name} at {args.url}")
+    return 0
+
+
+async def _with_account(url: str, token: str, what: str, *passwords: str) -> dict[str, Any]:
+    """Change the password (``change``: old, new) or delete the account (``delete``)."""
+    async with Client(url, token=token, resume=False) as client:
+        if what == "change":
+            return await client.change_password(*passwords)
+        await client.delete_account(*passwords)
+        return {}

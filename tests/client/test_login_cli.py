@@ -111,3 +111,57 @@ async def test_a_login_no_longer_good_says_to_log_in_again(
     code, said = await solrace(home, "logout", "--url", "ws://127.0.0.1:1/")
     assert code == 1
     assert normal_url(url) in kept(home)
+
+
+async def test_account_password_and_delete_from_the_terminal(
+    server: RunningServer, home: Path
+) -> None:
+    url = server.url
+    code, said = await solrace(
+        home, "login", "--url", url, "--name", "Gus", "--new", "--password-stdin", stdin=PASSWORD
+    )
+    assert code == 0, said
+    first = kept(home)[normal_url(url)]["token"]
+
+    # A wrong current password changes nothing.
+    code, said = await solrace(
+        home,
+        "account",
+        "password",
+        "--url",
+        url,
+        "--password-stdin",
+        stdin="not the password\nanother long password\n",
+    )
+    assert code == 1 and "wrong_password" in said, said
+    assert kept(home)[normal_url(url)]["token"] == first
+
+    new = "another long password"
+    code, said = await solrace(
+        home, "account", "password", "--url", url, "--password-stdin", stdin=f"{PASSWORD}\n{new}\n"
+    )
+    assert code == 0 and "changed the password of Gus" in said, said
+    fresh = kept(home)[normal_url(url)]["token"]
+    assert fresh != first
+    with pytest.raises(ServerError) as refused:  # the other devices are logged out
+        await Client(url, token=first, resume=False).connect()
+    assert refused.value.code == "bad_token"
+    with pytest.raises(ServerError) as refused:
+        await Client(url, account="Gus", password=PASSWORD, resume=False).connect()
+    assert refused.value.code == "wrong_password"
+    async with Client(url, account="Gus", password=new, resume=False) as gus:
+        assert gus.account is not None and gus.account["name"] == "Gus"
+
+    # Deleting asks to confirm; a "no" keeps the account.
+    code, said = await solrace(home, "account", "delete", "--url", url, stdin="n\n")
+    assert code == 1 and "kept the account" in said, said
+    code, said = await solrace(
+        home, "account", "delete", "--url", url, "--yes", "--password-stdin", stdin=f"{new}\n"
+    )
+    assert code == 0 and "deleted the account Gus" in said, said
+    assert normal_url(url) not in kept(home)
+    with pytest.raises(ServerError) as refused:
+        await Client(url, account="Gus", password=new, resume=False).connect()
+    assert refused.value.code == "wrong_password"
+    code, said = await solrace(home, "account", "delete", "--url", url, "--yes")
+    assert code == 1 and "not logged in" in said, said
