@@ -46,6 +46,7 @@ class LocalRoom:
         "opened",
         "pending",
         "race",
+        "reached",
         "record",
         "report_timer",
         "reported_at",
@@ -74,6 +75,8 @@ class LocalRoom:
         self.reported_at = 0.0  # monotonic time of the last report
         self.race = 0  # the race whose games are held
         self.games: dict[str, Game] = {}  # by player, of race ``race``
+        # By player, of race ``race``: when (ms) each count of cards banked was first reached.
+        self.reached: dict[str, list[int]] = {}
         self.unsaved: set[str] = set()  # players whose board the store lacks
         self.start_board: dict[str, Any] | None = None  # the deal, as spectators see it
         self.delayed: DelayedBoards | None = None  # boards held back for spectators
@@ -98,6 +101,7 @@ class LocalRoom:
     def _new_race(self, race: int) -> None:
         self.race = race
         self.games = {}
+        self.reached = {}
         self.unsaved = set()
         self.start_board = None
         self.end_race(race)
@@ -112,6 +116,7 @@ class LocalRoom:
         """The race is over and its results recorded: let go of what it needed."""
         if race == self.race:
             self.games = {}
+            self.reached = {}
             self.unsaved = set()
         if self.delayed is not None and self.delayed.race <= race:
             self.delayed = None
@@ -122,6 +127,15 @@ class LocalRoom:
         if self.report_timer is not None:
             self.report_timer.cancel()
             self.report_timer = None
+
+    def first_reached(self, player_id: str, banked: int, now_ms: int) -> int:
+        """When the player's game first had ``banked`` cards banked (ms), ``now_ms`` if it
+        has just got there: a count lost and regained (a card played back from a
+        foundation, an undo) ranks from the first time."""
+        reached = self.reached.setdefault(player_id, [])
+        while len(reached) <= banked:
+            reached.append(now_ms)
+        return reached[banked]
 
     def watched(self, record: Room) -> bool:
         """Whether the room (as ``record`` has it) has a spectator."""
@@ -184,6 +198,7 @@ class LocalRoom:
         if task is not None and task is not asyncio.current_task():
             task.cancel()
         self.games = {}
+        self.reached = {}
         self.unsaved = set()
         self.pending = {}
         self.delayed = None

@@ -131,11 +131,16 @@ class MovePath:
         if game is None:
             assert room.seed is not None
             rebuilt = new_game(room.settings.variant, room.seed, undo_allowed=room.settings.undo)
-            for text in await backend.read_moves(room.code, room.race, player_id):
+            starts = room.starts_ms or 0
+            reached = [starts] * (rebuilt.banked + 1)
+            for text, at in await backend.read_timed_moves(room.code, room.race, player_id):
                 rebuilt.apply(parse_move(text))
+                reached.extend([starts + at] * (rebuilt.banked + 1 - len(reached)))
             # Another task may have rebuilt it while the log was read, and played a move on
             # it since: keep that one, never a copy that misses the move.
             game = held.games_of(room.race).setdefault(player_id, rebuilt)
+            if game is rebuilt:
+                held.reached[player_id] = reached
         return game
 
     # -- the two entrances ---------------------------------------------------------------
@@ -251,11 +256,19 @@ class MovePath:
         # The standing comes from the game (rebuilt from the log), not from the room: the
         # room may have missed the last move's progress if Redis failed after its ack.
         banked, moves = game.banked, game.moves
+        now = node.now_ms()
+        banked_at = held.first_reached(player_id, banked, now)
         await node.backend.save_boards(room.code, room.race, {player_id: spectator_view(game)})
         outcome = await node.backend.update_room(
             room.code,
             lambda r: rooms.progress(
-                r, player_id, now_ms=node.now_ms(), status="resigned", banked=banked, moves=moves
+                r,
+                player_id,
+                now_ms=now,
+                status="resigned",
+                banked=banked,
+                moves=moves,
+                banked_at=banked_at,
             ),
         )
         await session.reply(Ok(req.id))
@@ -312,14 +325,8 @@ class MovePath:
         status = game.status.value
         waiting = held.pending
         previous = waiting.get(player_id)
-        last_at: int | None = None
-        if previous is not None:
-            last_banked, last_at = previous.banked, previous.banked_at_ms
-        else:
-            reported = room.players.get(player_id)
-            last_banked = reported.banked if reported is not None else None
         banked = game.banked
-        banked_at = now if banked != last_banked or last_at is None else last_at
+        banked_at = held.first_reached(player_id, banked, now)
         if previous is None:
             waiting[player_id] = Standing(
                 player_id, now, status, banked, game.moves, None, banked_at

@@ -783,12 +783,13 @@ def progress(
 
 
 def ranked_results(players: dict[str, PlayerRace]) -> list[dict[str, Any]]:
-    """Winners by time; the rest by cards banked (more first), then by when they got there."""
+    """Winners by time, then by moves (fewer first); the rest by cards banked (more first),
+    then by when that count was first reached."""
 
     def key(item: tuple[str, PlayerRace]) -> tuple[int, int, int]:
         _, r = item
         if r.status == "won":
-            return (0, r.finished_ms or 0, 0)
+            return (0, r.finished_ms or 0, r.moves)
         return (1, -r.banked, r.banked_at_ms)
 
     ordered = sorted(players.items(), key=key)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
 from e2e_support import (
@@ -87,3 +89,46 @@ async def test_the_winner_of_a_known_deal_ranks_first_and_the_seed_comes_last(
     # Once the race is over, anyone may check the deal: the snapshot carries the seed too.
     snapshot = await alice.sync()
     assert snapshot["state"] == "finished" and snapshot["seed"] == seed
+
+
+async def test_a_count_lost_and_regained_ranks_from_when_it_was_first_reached(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice banks a card first, undoes it and banks it again after Bob got there: she got
+    to that count first, so she ranks first, however late she regained it."""
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    local = fresh("canfield", seed)
+    base = local.banked
+    upto: list[str] = []
+    for move in line:  # the line up to its first card banked
+        apply_text(local, move)
+        upto.append(move)
+        if local.banked > base:
+            break
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    room = await alice.create_room("canfield", countdown=0)
+    await bob.join(room["code"])
+    await alice.start()
+    await alice.next_event("race_started", timeout=TIMEOUT)
+    await bob.next_event("race_started", timeout=TIMEOUT)
+
+    for move in upto:
+        ack = await alice.move(move)
+    assert ack["view"]["banked"] == base + 1
+    await asyncio.sleep(0.05)
+    for move in upto:
+        ack = await bob.move(move)
+    assert ack["view"]["banked"] == base + 1
+    await asyncio.sleep(0.05)
+    assert (await alice.move("u"))["view"]["banked"] == base
+    await asyncio.sleep(0.05)
+    assert (await alice.move(upto[-1]))["view"]["banked"] == base + 1
+    await alice.resign()
+    await bob.resign()
+    over = (await events_until(alice, of_type("race_over")))[-1]
+    assert [(r["player_id"], r["banked"]) for r in over["results"]] == [
+        (alice.player_id, base + 1),
+        (bob.player_id, base + 1),
+    ]

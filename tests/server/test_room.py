@@ -731,14 +731,16 @@ def test_winners_rank_by_time_then_the_rest_by_banked_then_by_when() -> None:
     assert times["many_late"] == 8000
 
 
-def test_exact_ties_keep_the_joining_order() -> None:
+def test_winners_in_the_same_time_rank_by_moves_and_exact_ties_keep_the_joining_order() -> None:
     players = {
         "bob": PlayerRace("B", 52, 80, "won", 5000, 5000, 5000),
         "ann": PlayerRace("A", 52, 70, "won", 5000, 5000, 5000),
+        "eve": PlayerRace("E", 52, 80, "won", 5000, 5000, 5000),
         "cat": PlayerRace("C", 7, 9, "stuck", 100, 50, 100),
         "dan": PlayerRace("D", 7, 9, "stuck", 200, 50, 200),
     }
-    assert [r["player_id"] for r in ranked_results(players)] == ["bob", "ann", "cat", "dan"]
+    ranked = [r["player_id"] for r in ranked_results(players)]
+    assert ranked == ["ann", "bob", "eve", "cat", "dan"]
 
 
 def test_a_winner_outranks_everyone_else_whatever_the_time() -> None:
