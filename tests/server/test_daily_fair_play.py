@@ -26,7 +26,7 @@ from daily_support import (
     shows,
 )
 
-from solrace.client import Client
+from solrace.client import Client, ServerError
 from solrace.server.daily import daily_commitment, daily_nonce, daily_seed
 
 DAY = "2026-11-30"
@@ -256,3 +256,46 @@ async def test_a_persons_pace_no_person_keeps_is_held_for_review(
     assert kept is not None
     board = await http(server, "/api/leaderboard?variant=rainbow-canfield")
     assert board["count"] == 2 and {e["name"] for e in board["top"]} == {"swift", "sage"}
+
+
+# -- practice under spare identities ---------------------------------------------------------
+
+
+async def test_practice_under_spare_identities_gives_no_ranked_first_attempt(
+    start_server: ServerFactory,
+) -> None:
+    # The cheat: throwaway identities each learned more of the day's deal, and a brand-new
+    # one played the found win as its ranked first attempt.
+    clock = Clock(NOON)
+    server = await start_server(clock=clock)  # the shipped rule: ranked from the second day
+    variant, line = banking_deal(server.node.secret, DAY)
+    for n in range(3):  # guests may not even look
+        async with Client(server.url, name=f"scout{n}", request_timeout=TIMEOUT) as scout:
+            with pytest.raises(ServerError) as refused:
+                await scout.daily(variant)
+            assert refused.value.code == "account_required"
+    for n in range(2):  # accounts made today may practise, but rank nowhere
+        async with account(server.url, f"spare{n}") as spare:
+            await spare.daily(variant)
+            for move in line:
+                await spare.move(move)
+            await spare.resign()
+            await spare.next_event("race_over", timeout=TIMEOUT)
+    async with account(server.url, "fresh") as fresh:
+        await fresh.daily(variant)
+        for move in line:
+            await fresh.move(move)
+        await fresh.resign()
+        over = await fresh.next_event("race_over", timeout=TIMEOUT)
+        assert over["attempt"] == 1
+        board = await fresh.leaderboard(variant)
+        (kept,) = board["history"]
+        assert (kept["ranked"], kept["unranked"]) == (False, "new_account")
+        # A second device, or the same terminal again, is the same account's attempt 2.
+        async with Client(server.url, token=fresh.token, request_timeout=TIMEOUT) as again:
+            room = await again.daily(variant)
+            assert room["settings"]["attempt"] == 2
+            await again.resign()
+            await again.next_event("race_over", timeout=TIMEOUT)
+    top = await http(server, f"/api/leaderboard?variant={variant}&date={DAY}")
+    assert top["count"] == 0 and top["top"] == []
