@@ -1,4 +1,4 @@
-"""Every protocol limit, with its default, and the per-connection rate limiter."""
+"""Every protocol limit, with its default, and the token bucket behind the message rates."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ class Limits:
     max_name_len: int = 24
     """Longest display name, in characters."""
     messages_per_second: float = 30.0
-    """Sustained messages per second per connection."""
+    """Sustained messages per second of one identity, all its connections together (a
+    connection that has not said ``hello`` yet has a rate of its own)."""
     burst: int = 60
-    """Messages a connection may send at once before the rate applies."""
+    """Messages an identity may send at once before its rate applies."""
     max_rate_violations: int = 50
     """Refused-for-rate messages after which the connection is closed (1008)."""
 

@@ -30,9 +30,13 @@ if TYPE_CHECKING:
     from .backends import Backend
     from .session import Session
 
-__all__ = ["Budget", "Guard", "client_key", "forwarded_client"]
+__all__ = ["ROOM_SHARE_RETRY_AFTER_S", "Budget", "Guard", "client_key", "forwarded_client"]
 
 MIN_ROOMS_PER_ADDRESS = 10
+#: The ``retry_after`` of a room refused for ``room_share_per_address``: the address's
+#: rooms free up when their members leave, at no time the node can tell, so it is a pause
+#: long enough for a lobby to fill or a race to end.
+ROOM_SHARE_RETRY_AFTER_S = 60.0
 
 
 def client_key(address: str) -> str:
@@ -298,9 +302,10 @@ class Guard:
         if len(held) >= self.room_cap():
             raise ProtocolError(
                 ErrorCode.OVER_BUDGET,
-                "this address holds all the rooms it may on this server: leave one first",
+                "this address holds all the rooms it may on this server: leave one first, "
+                f"or try again in {ROOM_SHARE_RETRY_AFTER_S:g} s",
                 reason="room_share_per_address",
-                retry_after=None,
+                retry_after=ROOM_SHARE_RETRY_AFTER_S,
             )
 
     def hold(self, session: Session, code: str) -> None:

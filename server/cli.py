@@ -6,17 +6,51 @@ import argparse
 import asyncio
 import dataclasses
 import errno
+import math
 import os
 import socket
 import sys
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..protocol import Limits
 from .backends import BackendUnavailable
 from .config import Budgets, ServerConfig, field_docs
 
-__all__ = ["masked_url", "register"]
+__all__ = ["config_from_args", "masked_url", "register"]
+
+#: The protocol limits that are ``serve`` flags (``--`` and the name with dashes): the
+#: message rate of an identity.
+LIMIT_FLAGS = ("messages_per_second", "burst")
+#: The node's own limits that are ``serve`` flags: each one's metavar and least value.
+NODE_FLAGS = {
+    "max_rooms_per_node": ("N", 1),
+    "max_write_buffer": ("BYTES", 1),
+    "daily_flag_median_ms": ("MS", 0),
+    "daily_flag_min_moves": ("N", 0),
+}
+
+
+def _at_least(kind: type[Any], least: float, *, above: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a finite ``kind`` of at least ``least`` (over it, with ``above``)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{'an integer' if kind is int else 'a number'} is wanted, not {text!r}"
+            ) from None
+        if not math.isfinite(value) or value < least or (above and value == least):
+            raise argparse.ArgumentTypeError(
+                f"{'more than' if above else 'at least'} {least:g} is wanted, not {text}"
+            )
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def register(subparsers: Any) -> None:
@@ -51,6 +85,7 @@ def register(subparsers: Any) -> None:
         help="days after the day an account is made from which its daily attempts are "
         f"ranked; 0 ranks them at once ({ServerConfig().daily_account_age_days})",
     )
+    _node_limits(parser)
     parser.add_argument(
         "--log-format",
         choices=("json", "console"),
@@ -132,6 +167,23 @@ def _redis_timeouts(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _node_limits(parser: argparse.ArgumentParser) -> None:
+    """The node's limits that are flags: rooms, a slow client's buffer, the daily pace flag."""
+    defaults = ServerConfig()
+    docs = field_docs(ServerConfig)
+    group = parser.add_argument_group("Node limits")
+    for name, (metavar, least) in NODE_FLAGS.items():
+        default = getattr(defaults, name)
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            type=_at_least(type(default), least),
+            default=default,
+            metavar=metavar,
+            help=f"{docs[name].replace('``', '')} ({default})",
+        )
+
+
 def _guards(parser: argparse.ArgumentParser) -> None:
     """Who may connect and how much each client may do; metrics and the admin API."""
     defaults = ServerConfig()
@@ -159,13 +211,25 @@ def _guards(parser: argparse.ArgumentParser) -> None:
         metavar="DAYS",
         help=f"forget a guest not seen for this long ({defaults.guest_ttl_s / 86400:g})",
     )
+    limits = Limits()
+    limit_docs = field_docs(Limits)
+    for name in LIMIT_FLAGS:
+        default = getattr(limits, name)
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            dest="limit_" + name,
+            type=_at_least(type(default), 0, above=True),  # a rate of 0 would take nothing
+            default=default,
+            metavar="N",
+            help=f"{limit_docs[name].replace('``', '')} ({default:g})",
+        )
     docs = field_docs(Budgets)
     for item in dataclasses.fields(Budgets):
         default = getattr(defaults.budgets, item.name)
         group.add_argument(
             "--budget-" + item.name.replace("_", "-"),
             dest="budget_" + item.name,
-            type=type(default),
+            type=_at_least(type(default), 0),
             default=default,
             metavar="N",
             help=f"{docs.get(item.name, '').replace('``', '')} ({default:g})",
@@ -204,10 +268,12 @@ def _budgets(args: argparse.Namespace) -> Budgets:
     )
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from .app import run
-
-    config = ServerConfig(
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """The node's settings that ``solrace serve ARGS`` asks for."""
+    limits = dataclasses.replace(
+        Limits(), **{name: getattr(args, "limit_" + name) for name in LIMIT_FLAGS}
+    )
+    return ServerConfig(
         host=args.host,
         port=args.port,
         data_dir=args.data_dir,
@@ -231,7 +297,15 @@ def _serve(args: argparse.Namespace) -> int:
         metrics_token=args.metrics_token,
         admin_token=args.admin_token,
         daily_account_age_days=args.daily_account_age,
+        limits=limits,
+        **{name: getattr(args, name) for name in NODE_FLAGS},
     )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .app import run
+
+    config = config_from_args(args)
     try:
         asyncio.run(run(config))
     except BackendUnavailable as error:

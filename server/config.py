@@ -54,14 +54,16 @@ class Budgets:
     heavy_request_cost: int = 10
     """Messages a leaderboard request counts as, against both rates (it reads the store)."""
     connections_per_address: int = 64
-    """Open connections from one address; one more is refused (HTTP 429)."""
+    """Open connections from one address; one more gets an ``over_budget`` error (retry
+    after 1 s) and is closed with 1013, try again later."""
     rooms_per_hour: int = 60
     """Rooms one identity may create in an hour (a daily attempt's room included)."""
     address_rooms_per_hour: int = 300
     """Rooms one address may create in an hour."""
     room_share_per_address: float = 0.05
     """The share of ``max_rooms_per_node`` that the connections of one address may hold at
-    once (at least 10 rooms)."""
+    once (at least 10 rooms). One more is refused with a ``retry_after`` of 60 s: a room
+    is let go when its last member from the address leaves it, which no one can foretell."""
     joins_per_minute: int = 30
     """Joins and leaves of one identity in a minute, spectators' included."""
     address_joins_per_minute: int = 120
@@ -186,6 +188,7 @@ class ServerConfig:
     daily_flag_min_moves: int = 20
     """The fewest moves an attempt needs before its pace can flag it."""
     max_write_buffer: int = 1 << 20
-    """Bytes queued to a slow client before it is closed (it may resume)."""
+    """Bytes waiting to be sent to one client before it is closed with 1013 (it may
+    resume)."""
     ping_interval_s: float | None = 20.0
     log_format: str = "json"

@@ -16,7 +16,7 @@ from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
 from e2e_support import RawClient
 from websockets.exceptions import ConnectionClosed
 
-from solrace.server.budgets import client_key, forwarded_client
+from solrace.server.budgets import ROOM_SHARE_RETRY_AFTER_S, client_key, forwarded_client
 
 PROXIED = ("127.0.0.1",)
 ATTACKER = "203.0.113.7"
@@ -172,7 +172,10 @@ async def test_an_address_holds_at_most_its_share_of_a_nodes_rooms(
         assert (await create(raw))["type"] == "room"
         holders.append(raw)
     one_more = await RawClient.open(server.url, name="h10", headers=at(ATTACKER))
-    assert (await create(one_more))["code"] == "over_budget"
+    over = await create(one_more)
+    assert refused(over, "room_share_per_address"), over
+    assert over["retry_after"] == ROOM_SHARE_RETRY_AFTER_S, over
+    assert f"try again in {ROOM_SHARE_RETRY_AFTER_S:g} s" in over["message"], over
     other = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
     assert (await create(other))["type"] == "room"
     # Holding is being there: once one of them leaves, the address may hold one more.

@@ -1,23 +1,34 @@
-"""``solrace serve`` that cannot start says why on one line of stderr and exits non-zero.
+"""``solrace serve``: its flags reach the node, and one that cannot start says why.
 
-Each test runs the real command in a process of its own, against a real obstacle: a
-Redis address nothing answers on, a port another socket holds, a data directory that
-cannot be one.
+A node that cannot start says why on one line of stderr and exits non-zero: each such
+test runs the real command in a process of its own, against a real obstacle (a Redis
+address nothing answers on, a port another socket holds, a data directory that cannot be
+one). The limit flags are read by the real parser into the node's settings, and the
+message rate and room cap are checked on a running node.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import TIMEOUT
+from e2e_support import RawClient
+from process_support import NodeProcess
 from redis_server import free_port
+
+from solrace.cli import build_parser
+from solrace.protocol import Limits
+from solrace.server import ServerConfig
+from solrace.server.cli import NODE_FLAGS, config_from_args
+from solrace.server.config import Budgets
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -119,3 +130,89 @@ def test_serve_with_a_data_directory_that_cannot_be_one_says_which(tmp_path: Pat
     data_dir = blocker / "data"
     result = serve(tmp_path, "--port", str(free_port()), "--data-dir", str(data_dir))
     assert_one_clear_line(result, f"cannot use the data directory {data_dir}: ")
+
+
+# -- flags reach the node's settings -------------------------------------------------------
+
+
+def serve_config(*argv: str) -> ServerConfig:
+    """The settings ``solrace serve ARGV`` would run a node with (the real parser)."""
+    return config_from_args(build_parser().parse_args(["serve", *argv]))
+
+
+def test_without_flags_a_node_runs_with_every_default() -> None:
+    config = serve_config()
+    defaults = ServerConfig()
+    assert config.limits == Limits()
+    assert config.budgets == Budgets()
+    for name in NODE_FLAGS:
+        assert getattr(config, name) == getattr(defaults, name), name
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "setting"),
+    [
+        ("--messages-per-second", "7.5", lambda c: c.limits.messages_per_second),
+        ("--burst", "9", lambda c: c.limits.burst),
+        ("--max-rooms-per-node", "11", lambda c: c.max_rooms_per_node),
+        ("--max-write-buffer", "65536", lambda c: c.max_write_buffer),
+        ("--daily-flag-median-ms", "90", lambda c: c.daily_flag_median_ms),
+        ("--daily-flag-min-moves", "12", lambda c: c.daily_flag_min_moves),
+        ("--budget-room-share-per-address", "0.5", lambda c: c.budgets.room_share_per_address),
+    ],
+)
+def test_each_limit_flag_reaches_the_node_config(
+    flag: str, value: str, setting: Callable[[ServerConfig], float]
+) -> None:
+    wanted = float(value)
+    assert setting(ServerConfig()) != wanted  # the flag, not the default, sets it
+    got = setting(serve_config(flag, value))
+    assert got == wanted and type(got) is type(setting(ServerConfig())), got
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--messages-per-second", "0", "more than 0 is wanted, not 0"),
+        ("--burst", "-3", "more than 0 is wanted, not -3"),
+        ("--max-rooms-per-node", "0", "at least 1 is wanted, not 0"),
+        ("--max-write-buffer", "lots", "an integer is wanted, not 'lots'"),
+        ("--daily-flag-median-ms", "-1", "at least 0 is wanted, not -1"),
+        ("--budget-rooms-per-hour", "-1", "at least 0 is wanted, not -1"),
+        ("--messages-per-second", "inf", "more than 0 is wanted, not inf"),
+    ],
+)
+def test_a_limit_flag_out_of_range_is_refused_with_the_flag_named(
+    flag: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        serve_config(flag, value)
+    assert exit_.value.code == 2
+    assert f"argument {flag}: {says}" in capsys.readouterr().err
+
+
+async def test_the_rate_and_room_flags_hold_on_a_running_node(tmp_path: Path) -> None:
+    # One token a hundred seconds: the burst is all the test's pings may take.
+    node = NodeProcess(
+        tmp_path, None, "--messages-per-second", "0.01", "--burst", "3", "--max-rooms-per-node", "1"
+    )
+    node.start()
+    try:
+        await asyncio.to_thread(node.wait_listening)
+        first = await RawClient.open(node.url, name="ann")
+        assert [(await first.request({"type": "ping"}))["type"] for _ in range(2)] == ["pong"] * 2
+        await first.close()
+        # The same identity again: its rate goes on where the last connection left it.
+        again = await RawClient.open(node.url, token=first.token)
+        assert (await again.request({"type": "ping"}))["type"] == "pong"
+        refused = await again.request({"type": "ping"})
+        assert refused["code"] == "rate_limited" and refused["retry_after"] > 1, refused
+        await again.close()
+        one, two = [await RawClient.open(node.url, name=n) for n in ("one", "two")]
+        create = {"type": "create_room", "variant": "canfield"}
+        assert (await one.request(create))["type"] == "room"
+        assert (await two.request(create))["code"] == "too_many_rooms"
+        await one.close()
+        await two.close()
+    finally:
+        node.stop()
