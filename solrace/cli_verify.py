@@ -5,7 +5,10 @@ the day's commitment is the hash of the revealed seed and nonce, deals the game 
 seed, replays every move through the engine with undo off, and compares what the replay
 gives with what was recorded: the status, the cards banked, the moves, the times (in
 order, within the attempt, and when the final count was first reached), and the ranks
-of a board against the scores the replays give.
+of a board against the scores the replays give. With ``--commitment`` (the hash the
+server published at the start of the day, on ``/api/daily`` and the Daily page, noted
+down then), each entry's commitment must also be one of those given: the export cannot
+have been made for another seed after the fact.
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("file", metavar="FILE", help="the export (- reads standard input)")
+    parser.add_argument(
+        "--commitment",
+        action="append",
+        default=[],
+        metavar="HEX",
+        help="a commitment published at the start of the day; each entry's must be one given",
+    )
     parser.set_defaults(func=_main)
 
 
@@ -83,8 +93,9 @@ def _int(row: dict[str, Any], key: str) -> int:
     return int(text)
 
 
-def check_row(row: dict[str, Any]) -> Checked:
-    """Check one exported entry; see the module's docstring."""
+def check_row(row: dict[str, Any], published: Iterable[str] = ()) -> Checked:
+    """Check one exported entry; see the module's docstring. ``published``: the
+    commitments published that morning, if the one the entry holds must be among them."""
     label = (
         f"{_text(row, 'date')} {_text(row, 'variant')} {_text(row, 'board') or 'people'} "
         f"{_text(row, 'player_id')} attempt {_text(row, 'attempt')}"
@@ -111,6 +122,9 @@ def check_row(row: dict[str, Any]) -> Checked:
         return checked
     if commitment(seed, nonce) != _text(row, "commitment"):
         problems.append("the commitment is not SHA-256 of the seed and nonce")
+    published = {c.strip().lower() for c in published}
+    if published and _text(row, "commitment").lower() not in published:
+        problems.append("the commitment is not the one published at the start of the day")
     if len(times) != len(log):
         problems.append(f"{len(log)} moves but {len(times)} move times")
         return checked
@@ -182,7 +196,7 @@ def _main(args: argparse.Namespace) -> int:
     if not rows:
         print(f"solrace verify: {args.file} holds no entries", file=sys.stderr)
         return 2
-    results = [(row, check_row(row)) for row in rows]
+    results = [(row, check_row(row, args.commitment)) for row in rows]
     for _, checked in results:
         if checked.ok:
             print(f"ok    {checked.label}: {checked.summary}")

@@ -153,3 +153,22 @@ async def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_text("")
     code, _, err = await _run("verify", str(tmp_path / "empty.csv"))
     assert code == 2 and "no entries" in err
+
+
+async def test_an_entry_checks_against_the_commitment_published_that_morning(
+    exported: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    from solrace.server.daily import commitment
+
+    published = exported[0]["commitment"]
+    code, out, _ = await _run("verify", "--commitment", published, _write(tmp_path, exported))
+    assert code == 0, out
+    # A nonce and commitment made up after the fact agree with each other, not with the
+    # hash published at the start of the day.
+    first = next(r for r in exported if r["rank"] == 1)
+    forged = _tampered(exported, nonce="ab" * 32, commitment=commitment(first["seed"], "ab" * 32))
+    code, out, _ = await _run("verify", _write(tmp_path, forged))
+    assert code == 0, out  # on its own, the export is consistent
+    code, out, _ = await _run("verify", "--commitment", published, _write(tmp_path, forged))
+    failed = [line for line in out.splitlines() if line.startswith("FAIL ")]
+    assert code == 1 and len(failed) == 1 and "published" in failed[0], out
