@@ -107,7 +107,9 @@ class ServerConfig:
     data_dir: Path = Path("data")
     redis_url: str | None = None
     """The Redis backend's URL: ``redis://``, ``rediss://`` (TLS), or ``redis+cluster://`` and
-    ``rediss+cluster://`` for any node of a Redis Cluster; None runs the embedded backend."""
+    ``rediss+cluster://`` for any node of a Redis Cluster; None runs the embedded backend.
+    With TLS, ``?ssl_ca_certs=FILE`` names a CA of one's own to verify Redis by, and
+    ``ssl_certfile`` and ``ssl_keyfile`` the node's client certificate."""
     redis_socket_timeout_s: float = 2.0
     """The longest wait for a Redis reply; also how long a pub/sub ping may go unanswered."""
     redis_connect_timeout_s: float = 1.0

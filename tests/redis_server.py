@@ -4,6 +4,10 @@ By default it keeps nothing on disk (``--save ''``, no AOF), so a restart comes 
 empty: the way a Redis that lost its data looks to the nodes. ``options`` adds settings
 (``["--appendonly", "yes"]`` keeps an AOF in ``directory``, which a restart loads). Fault
 tests stop, kill, pause and restart it.
+
+With ``tls`` (files from :func:`make_tls_files`) it speaks TLS alone on its port, and
+asks clients for a certificate unless ``options`` say ``--tls-auth-clients no``; with
+``password`` it wants that password.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ import socket
 import subprocess
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis
 
-__all__ = ["RedisServer", "free_port"]
+__all__ = ["RedisServer", "TlsFiles", "free_port", "make_tls_files"]
 
 
 def free_port() -> int:
@@ -26,6 +32,48 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A certificate authority of a test's own, and a server's and a client's keys it signed."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+def make_tls_files(directory: Path, openssl: str = "openssl") -> TlsFiles:
+    """Make a CA, and a certificate for 127.0.0.1 and a client's, with the openssl command."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = TlsFiles(
+        ca=directory / "ca.crt",
+        server_cert=directory / "server.crt",
+        server_key=directory / "server.key",
+        client_cert=directory / "client.crt",
+        client_key=directory / "client.key",
+    )
+    ca_key = directory / "ca.key"
+
+    def run(*argv: str | Path) -> None:
+        subprocess.run([openssl, *map(str, argv)], check=True, capture_output=True, cwd=directory)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=solrace test CA",
+        "-keyout", ca_key, "-out", files.ca)  # fmt: skip
+    for name, cert, key, extension in (
+        ("127.0.0.1", files.server_cert, files.server_key, "subjectAltName=IP:127.0.0.1"),
+        ("solrace node", files.client_cert, files.client_key, "extendedKeyUsage=clientAuth"),
+    ):
+        request = directory / f"{key.stem}.csr"
+        extensions = directory / f"{key.stem}.ext"
+        extensions.write_text(extension + "\n")
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+            "-keyout", key, "-out", request)  # fmt: skip
+        run("x509", "-req", "-in", request, "-CA", files.ca, "-CAkey", ca_key, "-CAcreateserial",
+            "-days", "2", "-extfile", extensions, "-out", cert)  # fmt: skip
+    return files
 
 
 class RedisServer:
@@ -38,11 +86,15 @@ class RedisServer:
         executable: str = "redis-server",
         start_timeout: float = 10.0,
         options: Sequence[str] = (),
+        tls: TlsFiles | None = None,
+        password: str | None = None,
     ) -> None:
         self.directory = directory
         self.executable = executable
         self.start_timeout = start_timeout
         self.options = list(options)
+        self.tls = tls
+        self.password = password
         self.port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -53,8 +105,10 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        """The URL nodes connect to."""
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The URL nodes connect to (with TLS, ``rediss://``: a node also needs the CA)."""
+        scheme = "redis" if self.tls is None else "rediss"
+        auth = "" if self.password is None else f":{self.password}@"
+        return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
 
     @property
     def running(self) -> bool:
@@ -63,8 +117,21 @@ class RedisServer:
 
     def client(self) -> redis.Redis:
         """A synchronous client with short timeouts, for setting up and checking."""
+        tls: dict[str, Any] = {}
+        if self.tls is not None:
+            tls = {
+                "ssl": True,
+                "ssl_ca_certs": str(self.tls.ca),
+                "ssl_certfile": str(self.tls.client_cert),
+                "ssl_keyfile": str(self.tls.client_key),
+            }
         return redis.Redis(
-            host="127.0.0.1", port=self.port, socket_timeout=2.0, socket_connect_timeout=2.0
+            host="127.0.0.1",
+            port=self.port,
+            password=self.password,
+            socket_timeout=2.0,
+            socket_connect_timeout=2.0,
+            **tls,
         )
 
     def start(self) -> None:
@@ -73,11 +140,20 @@ class RedisServer:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         log = (self.directory / "redis.log").open("ab")
+        listen = ["--port", str(self.port)]
+        if self.tls is not None:
+            listen = [
+                "--port", "0", "--tls-port", str(self.port),
+                "--tls-cert-file", str(self.tls.server_cert),
+                "--tls-key-file", str(self.tls.server_key),
+                "--tls-ca-cert-file", str(self.tls.ca),
+            ]  # fmt: skip
+        if self.password is not None:
+            listen += ["--requirepass", self.password]
         self._process = subprocess.Popen(
             [
                 self.executable,
-                "--port",
-                str(self.port),
+                *listen,
                 "--bind",
                 "127.0.0.1",
                 "--save",

@@ -245,7 +245,10 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     """Rooms, logs, players and results in Redis; room events over sharded pub/sub.
 
     ``url`` names one Redis (``redis://``, ``rediss://``, ``unix://``) or, with
-    ``redis+cluster://`` or ``rediss+cluster://``, any node of a Redis Cluster.
+    ``redis+cluster://`` or ``rediss+cluster://``, any node of a Redis Cluster. Its query
+    holds redis-py's connection parameters, which reach every connection (commands and
+    pub/sub alike): with TLS, ``ssl_ca_certs`` (a CA file to verify Redis by, besides
+    the system's), ``ssl_certfile`` and ``ssl_keyfile`` (a client certificate).
 
     Every timeout is an argument (seconds), chosen so that a node refuses work as
     ``unavailable`` within about ``socket_timeout * (retries + 1)`` when Redis stops
