@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .cards import CARD_NAMES, card_name, rank_name
-from .game import Game, Status
+from .game import Game
 from .moves import format_move
 
 __all__ = [
@@ -50,10 +50,16 @@ def board_view(game: Game) -> View:
     return view
 
 
+def _goes_on(game: Game, status: str) -> bool:
+    """Whether the player may still move: a stuck game is over where undo is off (no undo,
+    no moves), but where undo is allowed the player may undo out of it (or resign)."""
+    return status == "playing" or (status == "stuck" and game.undo_allowed)
+
+
 def player_view(game: Game, *, legal: bool = False) -> View:
     """What the player of ``game`` sees; ``legal`` adds the legal moves in the notation."""
     view = board_view(game)
-    playing = view["status"] == Status.PLAYING.value  # a stuck game is over: no undo, no moves
+    playing = _goes_on(game, view["status"])
     view["can_undo"] = playing and game.can_undo
     if legal:
         view["legal"] = [format_move(m) for m in game.legal_moves()] if playing else []
@@ -87,7 +93,7 @@ def delta_view(game: Game, touched: Iterable[str], *, legal: bool = False) -> Vi
     ``solrace.protocol.apply_delta`` turns the previous view and this into the new one.
     """
     status = game.status.value
-    playing = status == "playing"
+    playing = _goes_on(game, status)
     delta: View = {
         "piles": {name: pile_view(game, name) for name in touched},
         "status": status,

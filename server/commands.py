@@ -402,7 +402,7 @@ class RoomCommands:
         assert room.seed is not None
         updates: list[Standing] = []
         for player_id, standing in room.players.items():
-            if standing.done:
+            if standing.over(room.settings.undo):
                 continue
             length = await backend.log_length(room.code, room.race, player_id)
             if length == standing.moves:

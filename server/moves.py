@@ -90,7 +90,7 @@ class MovePath:
             raise ProtocolError(ErrorCode.NOT_A_PLAYER, "only the race's players make moves")
         if room.deadline_ms is not None and node.now_ms() >= room.deadline_ms:
             raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
-        if standing.done:
+        if standing.over(room.settings.undo):
             raise ProtocolError(ErrorCode.GAME_OVER, f"your game is over ({standing.status})")
         return held, room, player_id
 

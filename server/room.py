@@ -222,10 +222,11 @@ class PlayerRace:
     banked_at_ms: int = 0
     finished_ms: int | None = None
 
-    @property
-    def done(self) -> bool:
-        """Whether this player's game has ended."""
-        return self.status in DONE
+    def over(self, undo: bool) -> bool:
+        """Whether this player's game has ended in a room whose undo setting is ``undo``:
+        won, resigned or out of time, or stuck where undo is off (where undo is allowed, a
+        stuck player may still undo out of it, or resign)."""
+        return self.status in DONE and not (undo and self.status == "stuck")
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,7 +422,7 @@ def leave(room: Room, player_id: str, now_ms: int) -> Outcome:
     if player_id not in room.members:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
     racing = room.state is RoomState.RACING and player_id in room.players
-    if racing and not room.players[player_id].done:
+    if racing and not room.players[player_id].over(room.settings.undo):
         resigned = progress(room, player_id, status="resigned", now_ms=now_ms)
         assert resigned.room is not None
         head = resigned.events
@@ -639,8 +640,13 @@ def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
         and now_ms >= room.deadline_ms
     ):
         elapsed = room.deadline_ms - (room.starts_ms or 0)
-        players = {
-            p: r if r.done else replace(r, status="out_of_time", elapsed_ms=elapsed)
+        undo = room.settings.undo
+        players = {  # a player still stuck (undo allowed) counts as stuck
+            p: r
+            if r.over(undo)
+            else replace(
+                r, status=r.status if r.status == "stuck" else "out_of_time", elapsed_ms=elapsed
+            )
             for p, r in room.players.items()
         }
         over = _finish(replace(room, players=players), "time_up")
@@ -663,7 +669,8 @@ def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
         room = replace(room, state=TRANSITIONS[(room.state, "countdown_over")])
         started = _emit(room, _race_started)
         assert started.room is not None
-        if started.room.players and all(r.done for r in started.room.players.values()):
+        # A deal stuck before its first move has nothing to undo: it ends at the start.
+        if started.room.players and all(r.status in DONE for r in started.room.players.values()):
             finished = _finish(started.room, "all_done")
             return Outcome(finished.room, started.events + finished.events)
         return started
@@ -706,6 +713,7 @@ def _standing(room: Room, s: Standing) -> PlayerRace:
     banked = current.banked if s.banked is None else s.banked
     status = s.status or current.status
     banked_at = current.banked_at_ms
+    undo = room.settings.undo
     if banked != current.banked:
         banked_at = max(0, (s.at_ms if s.banked_at_ms is None else s.banked_at_ms) - starts)
     return PlayerRace(
@@ -715,7 +723,7 @@ def _standing(room: Room, s: Standing) -> PlayerRace:
         status=status,
         elapsed_ms=elapsed,
         banked_at_ms=banked_at,
-        finished_ms=elapsed if status in DONE else None,
+        finished_ms=elapsed if status in DONE and not (undo and status == "stuck") else None,
     )
 
 
@@ -731,12 +739,13 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
     players = dict(room.players)
     entries: list[dict[str, Any]] = []
     finished = False
+    undo = room.settings.undo
     for update in updates:
         current = players.get(update.player_id)
-        if current is None or current.done:
+        if current is None or current.over(undo):
             continue
         new = players[update.player_id] = _standing(room, update)
-        finished = finished or new.done
+        finished = finished or new.over(undo)
         entry: dict[str, Any] = {
             "player_id": update.player_id,
             "banked": new.banked,
@@ -752,7 +761,7 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
     seq = room.seq + 1  # as _emit would number it, in one copy of the record, not two
     room = replace(room, players=players, seq=seq)
     out = Outcome(room, (Progress(room.code, seq, entries),))
-    if finished and all(r.done for r in players.values()):
+    if finished and all(r.over(undo) for r in players.values()):
         over = _finish(room, "all_done")
         return Outcome(over.room, out.events + over.events)
     return out
@@ -777,7 +786,7 @@ def progress(
     if room.state is not RoomState.RACING or player_id not in room.players:
         raise _fail(ErrorCode.RACE_NOT_STARTED, "no race of yours is running in this room")
     current = room.players[player_id]
-    if current.done:
+    if current.over(room.settings.undo):
         raise _fail(ErrorCode.GAME_OVER, f"your game is over ({current.status})")
     return standings(room, [Standing(player_id, now_ms, status, banked, moves, view, banked_at)])
 

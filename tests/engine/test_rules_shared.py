@@ -282,14 +282,24 @@ def test_all_20_apply_still_takes_moves_and_undo_in_a_stuck_game() -> None:
     refuses(canfield, "rd", Reason.STOCK_NOT_EMPTY)
 
 
-def test_all_21_the_view_of_a_stuck_game_offers_no_undo_and_no_moves() -> None:
-    game = build(CF, **CANFIELD_STUCK)
+def test_all_21_without_undo_the_view_of_a_stuck_game_offers_no_undo_and_no_moves() -> None:
+    game = build(CF, **CANFIELD_STUCK, undo_allowed=False)
     assert game.status is Status.STUCK
     view = player_view(game, legal=True)
     assert view["legal"] == [] and view["can_undo"] is False
     accepts(game, "d")
-    assert game.can_undo
     assert player_view(game, legal=True)["can_undo"] is False
+
+
+def test_all_21_with_undo_a_stuck_game_may_still_undo_and_lists_its_moves() -> None:
+    game = build(CF, **CANFIELD_STUCK)
+    assert game.status is Status.STUCK
+    view = player_view(game, legal=True)
+    assert view["can_undo"] is False  # nothing to undo yet
+    assert view["legal"] == [format_move(m) for m in game.legal_moves()]
+    accepts(game, "d")
+    assert game.status is Status.STUCK and game.can_undo
+    assert player_view(game, legal=True)["can_undo"] is True
     playing = new_game(CF, 42)
     accepts(playing, format_move(playing.legal_moves()[0]))
     view = player_view(playing, legal=True)

@@ -19,6 +19,8 @@ from e2e_support import (
     winning_deal,
 )
 
+from solrace.engine import format_move
+
 
 @pytest.fixture
 async def server(start_server: ServerFactory) -> RunningServer:
@@ -132,3 +134,65 @@ async def test_a_count_lost_and_regained_ranks_from_when_it_was_first_reached(
         (alice.player_id, base + 1),
         (bob.player_id, base + 1),
     ]
+
+
+def _line_to_stuck(variant: str) -> tuple[int, list[str]]:
+    """A seed of ``variant`` and the first-legal-move line that gets it stuck after a move."""
+    for seed in range(1, 500):
+        game = fresh(variant, seed)
+        line: list[str] = []
+        while game.status.value == "playing" and len(line) < 40:
+            move = format_move(game.legal_moves()[0])
+            apply_text(game, move)
+            line.append(move)
+        if line and game.status.value == "stuck":
+            return seed, line
+    raise AssertionError("no deal gets stuck within reach")  # pragma: no cover
+
+
+async def test_a_stuck_player_may_undo_and_play_on_where_undo_is_allowed(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = _line_to_stuck("british-canister")
+    deal_seed(monkeypatch, seed)
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    room = await alice.create_room("british-canister", countdown=0, undo=True)
+    await bob.join(room["code"])
+    await alice.start()
+    await alice.next_event("race_started", timeout=TIMEOUT)
+    await bob.next_event("race_started", timeout=TIMEOUT)
+    for move in line:
+        ack = await alice.move(move)
+    assert ack["view"]["status"] == "stuck" and ack["view"]["can_undo"] is True
+    heard = await events_until(bob, lambda e: any(s["status"] == "stuck" for s in standings([e])))
+    assert standings(heard[-1:], alice.player_id)[0]["status"] == "stuck"
+    await bob.resign()
+    # Alice is stuck, not done: the race goes on, and her undo is taken.
+    ack = await alice.move("u")
+    assert ack["view"]["status"] == "playing" and ack["rev"] == len(line) + 1
+    snapshot = await alice.sync()
+    assert snapshot["state"] == "racing"
+    await alice.resign()
+    over = (await events_until(alice, of_type("race_over")))[-1]
+    assert {r["player_id"]: r["status"] for r in over["results"]} == {
+        alice.player_id: "resigned",
+        bob.player_id: "resigned",
+    }
+
+
+async def test_without_undo_a_stuck_game_ends_at_once(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = _line_to_stuck("british-canister")
+    deal_seed(monkeypatch, seed)
+    alice = await make_client("alice")
+    room = await alice.create_room("british-canister", countdown=0, undo=False)
+    await alice.start()
+    await alice.next_event("race_started", timeout=TIMEOUT)
+    for move in line:
+        ack = await alice.move(move)
+    assert ack["view"]["status"] == "stuck" and ack["view"]["can_undo"] is False
+    over = (await events_until(alice, of_type("race_over")))[-1]
+    assert over["room"] == room["code"]
+    assert [r["status"] for r in over["results"]] == ["stuck"]

@@ -35,7 +35,8 @@ from solrace.server.room import (
 
 T0 = 1_000_000
 SEED = 0xDEC0DE
-SETTINGS = Settings("canfield", max_players=4, countdown=3, time_limit=60)
+# Undo off: a stuck player's game is over at once (with undo, see the tests of stuck games).
+SETTINGS = Settings("canfield", max_players=4, countdown=3, time_limit=60, undo=False)
 MAX_SPECTATORS = 4
 
 
@@ -916,3 +917,32 @@ def test_a_deal_stuck_before_the_first_move_ends_the_race_at_its_start() -> None
     assert [type(e).__name__ for e in out.events] == ["Countdown", "RaceStarted", "RaceOver"]
     assert out.room is not None and out.room.state is RoomState.FINISHED
     assert {r["status"] for r in out.room.results} == {"stuck"}
+
+
+# -- stuck, with undo allowed -------------------------------------------------------------
+
+
+def test_with_undo_a_stuck_player_plays_on_until_they_resign() -> None:
+    room = racing("ann", "bob", undo=True)
+    room = step(room, rooms.progress(room, "ann", now_ms=T0 + 1000, banked=9, status="stuck"))
+    assert room.state is RoomState.RACING and room.players["ann"].finished_ms is None
+    room = step(room, rooms.progress(room, "bob", now_ms=T0 + 2000, status="resigned"))
+    assert room.state is RoomState.RACING  # ann may still undo out of it
+    room = step(room, rooms.progress(room, "ann", now_ms=T0 + 3000, banked=8, status="playing"))
+    room = step(room, rooms.progress(room, "ann", now_ms=T0 + 4000, status="resigned"))
+    assert room.state is RoomState.FINISHED
+    assert [(r["player_id"], r["status"]) for r in room.results] == [
+        ("ann", "resigned"),
+        ("bob", "resigned"),
+    ]
+
+
+def test_with_undo_a_player_still_stuck_at_the_time_limit_counts_as_stuck() -> None:
+    room = racing("ann", "bob", undo=True)
+    room = step(room, rooms.progress(room, "ann", now_ms=T0 + 1000, banked=9, status="stuck"))
+    assert room.deadline_ms is not None
+    room = step(room, rooms.tick(room, room.deadline_ms))
+    assert room.state is RoomState.FINISHED
+    by_id = {r["player_id"]: r for r in room.results}
+    assert by_id["ann"]["status"] == "stuck" and by_id["bob"]["status"] == "out_of_time"
+    assert by_id["ann"]["time_ms"] == SETTINGS.time_limit * 1000
