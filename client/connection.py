@@ -387,7 +387,7 @@ class Client:
 
     async def create_room(self, variant: str, **settings: Any) -> dict[str, Any]:
         """Create a room (settings: max_players, spectators, spectator_delay, undo,
-        time_limit, countdown)."""
+        time_limit, countdown, finish, finish_grace)."""
         reply = await self.request(CreateRoom(self._id(), variant, **settings))
         room: dict[str, Any] = reply["room"]
         return room
@@ -442,12 +442,19 @@ class Client:
         await self.request(Rematch(self._id()))
 
     async def set_settings(
-        self, spectators: str | None = None, spectator_delay: int | None = None
+        self,
+        spectators: str | None = None,
+        spectator_delay: int | None = None,
+        finish: str | None = None,
+        finish_grace: int | None = None,
     ) -> None:
-        """Change who may watch the room (host only, in the lobby or after a race):
+        """Change the room's settings (host only, in the lobby or after a race):
         ``spectators`` is ``live``, ``delayed``, ``after`` or ``off``; ``spectator_delay``
-        the seconds a ``delayed`` room holds boards back."""
-        await self.request(SetSettings(self._id(), spectators, spectator_delay))
+        the seconds a ``delayed`` room holds boards back; ``finish`` is ``everyone`` or
+        ``first`` (the race ends ``finish_grace`` seconds after the first win)."""
+        await self.request(
+            SetSettings(self._id(), spectators, spectator_delay, finish, finish_grace)
+        )
 
     async def sync(self) -> dict[str, Any]:
         """Fetch a full snapshot of the room."""

@@ -90,6 +90,11 @@ class CreateRoom:
     countdown: int = 3
     spectator_delay: int | None = None
     """Seconds a ``delayed`` room holds boards back (None: the server's default, 30)."""
+    finish: str | None = None
+    """How the race ends: ``everyone`` (the default: when every game is over) or ``first``
+    (``finish_grace`` seconds after the first win)."""
+    finish_grace: int | None = None
+    """Seconds a ``first`` race goes on after its first win (None: 30)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,12 +226,14 @@ class DeleteAccount:
 
 @dataclass(frozen=True, slots=True)
 class SetSettings:
-    """The host changes the room's spectator setting, in the lobby or after a race."""
+    """The host changes the room's spectator or finish setting, in the lobby or after a race."""
 
     type: ClassVar[str] = "set_settings"
     id: int
     spectators: str | None = None
     spectator_delay: int | None = None
+    finish: str | None = None
+    finish_grace: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,8 +490,9 @@ class RaceStarted(_Wire):
 class Progress(_Wire):
     """Room event: the standings of the players who moved since the room's last report.
 
-    Each entry has ``player_id``, ``banked``, ``moves``, ``status`` and ``elapsed_ms``;
-    spectators also get each player's masked ``view``.
+    Each entry has ``player_id``, ``banked``, ``moves``, ``status`` and ``elapsed_ms``; a
+    player who has won has their final ``place`` too; spectators also get each player's
+    masked ``view``.
     """
 
     type: ClassVar[str] = "progress"

@@ -97,6 +97,7 @@ class RoomCommands:
             if not ok:
                 raise ProtocolError(ErrorCode.BAD_SETTINGS, message)
         delay = self.spectator_delay(req.spectator_delay)
+        grace = self.finish_grace(req.finish_grace, req.time_limit)
         return Settings(
             req.variant,
             req.max_players,
@@ -105,7 +106,18 @@ class RoomCommands:
             req.time_limit,
             req.countdown,
             spectator_delay=rooms.DEFAULT_SPECTATOR_DELAY if delay is None else delay,
+            finish=rooms.finish_mode(req.finish),
+            finish_grace=rooms.DEFAULT_FINISH_GRACE if grace is None else grace,
         )
+
+    @staticmethod
+    def finish_grace(grace: int | None, time_limit: int) -> int | None:
+        """``grace`` if a room may ask for it (None stays None); raise BAD_SETTINGS if not."""
+        if grace is not None and not 0 <= grace <= time_limit:
+            raise ProtocolError(
+                ErrorCode.BAD_SETTINGS, f"finish_grace: 0 to {time_limit} seconds (the time limit)"
+            )
+        return grace
 
     def spectator_delay(self, delay: int | None) -> int | None:
         """``delay`` if a room may ask for it (None stays None); raise BAD_SETTINGS if not."""
@@ -216,12 +228,27 @@ class RoomCommands:
         await self._lobby(session, req.id, rooms.rematch)
 
     async def set_settings(self, session: Session, req: SetSettings) -> None:
-        """The host changes who may watch, and how, in the lobby or after a race."""
-        if req.spectators is None and req.spectator_delay is None:
-            raise ProtocolError(ErrorCode.BAD_SETTINGS, "name spectators, spectator_delay or both")
+        """The host changes who may watch, and how, or how the race ends, in the lobby or
+        after a race."""
+        asked = (req.spectators, req.spectator_delay, req.finish, req.finish_grace)
+        if all(value is None for value in asked):
+            raise ProtocolError(
+                ErrorCode.BAD_SETTINGS,
+                "name spectators, spectator_delay, finish or finish_grace",
+            )
         mode = None if req.spectators is None else rooms.spectator_mode(req.spectators)
         delay = self.spectator_delay(req.spectator_delay)
-        await self._lobby(session, req.id, lambda r, p: rooms.set_settings(r, p, mode, delay))
+        finish = None if req.finish is None else rooms.finish_mode(req.finish)
+        record = self.node.record(self.node.in_room(session))
+        limit = (
+            record.settings.time_limit if record is not None else self.node.config.max_time_limit_s
+        )
+        grace = self.finish_grace(req.finish_grace, limit)
+        await self._lobby(
+            session,
+            req.id,
+            lambda r, p: rooms.set_settings(r, p, mode, delay, finish, grace),
+        )
 
     async def _lobby(
         self, session: Session, request_id: int, change: Callable[[Room, str], Outcome]
@@ -290,6 +317,9 @@ class RoomCommands:
         if room.state in (RoomState.RACING, RoomState.FINISHED) and room.starts_ms is not None:
             data["elapsed_ms"] = max(0, min(now, room.deadline_ms or now) - room.starts_ms)
             data["time_limit"] = room.settings.time_limit
+            if room.state is RoomState.RACING and room.deadline_ms is not None:
+                data["left_ms"] = max(0, room.deadline_ms - now)  # sooner after a `first` win
+            placed = rooms.places(room)
             data["players"] = [
                 {
                     "player_id": p,
@@ -298,6 +328,7 @@ class RoomCommands:
                     "moves": r.moves,
                     "status": r.status,
                     "elapsed_ms": r.elapsed_ms,
+                    **({"place": placed[p]} if p in placed else {}),
                 }
                 for p, r in room.players.items()
             ]

@@ -39,11 +39,13 @@ from ..protocol import (
 from .names import MAX_NAME_LEN, shown_name
 
 __all__ = [
+    "DEFAULT_FINISH_GRACE",
     "DEFAULT_SPECTATOR_DELAY",
     "DONE",
     "MIN_SPECTATOR_DELAY",
     "TRANSITIONS",
     "Event",
+    "Finish",
     "Member",
     "Outcome",
     "PlayerRace",
@@ -56,9 +58,11 @@ __all__ = [
     "check_variant",
     "close",
     "create",
+    "finish_mode",
     "join",
     "leave",
     "next_deadline",
+    "places",
     "progress",
     "ranked_results",
     "rematch",
@@ -124,6 +128,19 @@ class SpectatorMode(StrEnum):
 
 _MODES = {mode.value: mode for mode in SpectatorMode}
 
+
+class Finish(StrEnum):
+    """How a race ends (besides its time limit)."""
+
+    EVERYONE = "everyone"
+    """When every player's game is over."""
+    FIRST = "first"
+    """``finish_grace`` seconds after the first win (or when every game is over sooner)."""
+
+
+DEFAULT_FINISH_GRACE = 30
+"""Seconds a ``first`` room's race goes on after its first win unless the host says otherwise."""
+
 DEFAULT_SPECTATOR_DELAY = 30
 """Seconds a ``delayed`` room holds boards back unless its host says otherwise."""
 MIN_SPECTATOR_DELAY = 10
@@ -142,6 +159,16 @@ def spectator_mode(value: object, default: SpectatorMode = SpectatorMode.AFTER) 
         return mode
     modes = ", ".join(_MODES)
     raise ProtocolError(ErrorCode.BAD_SETTINGS, f"spectators: one of {modes}")
+
+
+def finish_mode(value: object) -> Finish:
+    """The finish ``value`` names (None: ``everyone``); raise ProtocolError(BAD_SETTINGS)."""
+    if value is None:
+        return Finish.EVERYONE
+    for mode in Finish:
+        if value == mode.value:
+            return mode
+    raise ProtocolError(ErrorCode.BAD_SETTINGS, "finish: everyone or first")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,10 +191,15 @@ class Settings:
     """A daily attempt by a client that said it is a bot (ranked on the bots' board)."""
     spectator_delay: int = DEFAULT_SPECTATOR_DELAY
     """Seconds the boards are held back from spectators when ``spectators`` is ``delayed``."""
+    finish: Finish = Finish.EVERYONE
+    """How the race ends: when everyone is done, or ``finish_grace`` s after the first win."""
+    finish_grace: int = DEFAULT_FINISH_GRACE
 
     def __post_init__(self) -> None:
         if not isinstance(self.spectators, SpectatorMode):  # a mode's name, or a boolean
             object.__setattr__(self, "spectators", spectator_mode(self.spectators))
+        if not isinstance(self.finish, Finish):
+            object.__setattr__(self, "finish", finish_mode(self.finish))
 
     def to_wire(self) -> dict[str, Any]:
         """The settings as plain data."""
@@ -179,6 +211,8 @@ class Settings:
             "undo": self.undo,
             "time_limit": self.time_limit,
             "countdown": self.countdown,
+            "finish": self.finish.value,
+            "finish_grace": self.finish_grace,
         }
         if self.daily is not None:
             data["daily"] = self.daily
@@ -521,10 +555,12 @@ def set_settings(
     player_id: str,
     spectators: SpectatorMode | None = None,
     spectator_delay: int | None = None,
+    finish: Finish | None = None,
+    finish_grace: int | None = None,
 ) -> Outcome:
-    """The host changes the spectator setting (None keeps a value), in the lobby or after a
-    race. Turning spectators off puts the room's spectators out: the members event names
-    them in ``removed``, with why."""
+    """The host changes the spectator or finish setting (None keeps a value), in the lobby
+    or after a race. Turning spectators off puts the room's spectators out: the members
+    event names them in ``removed``, with why."""
     if player_id not in room.members:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
     if room.settings.daily is not None:
@@ -541,6 +577,8 @@ def set_settings(
         spectator_delay=(
             room.settings.spectator_delay if spectator_delay is None else spectator_delay
         ),
+        finish=room.settings.finish if finish is None else finish,
+        finish_grace=room.settings.finish_grace if finish_grace is None else finish_grace,
     )
     if settings == room.settings:
         return Outcome(room)
@@ -759,12 +797,42 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
     if not entries:
         return Outcome(room)
     seq = room.seq + 1  # as _emit would number it, in one copy of the record, not two
-    room = replace(room, players=players, seq=seq)
+    room = replace(room, players=players, seq=seq, deadline_ms=_deadline(room, players))
+    if any(e["status"] == "won" for e in entries):
+        placed = places(room)
+        for entry in entries:
+            if entry["status"] == "won":
+                entry["place"] = placed[entry["player_id"]]
     out = Outcome(room, (Progress(room.code, seq, entries),))
     if finished and all(r.over(undo) for r in players.values()):
         over = _finish(room, "all_done")
         return Outcome(over.room, out.events + over.events)
     return out
+
+
+def _deadline(room: Room, players: dict[str, PlayerRace]) -> int | None:
+    """The race's deadline: in a ``first`` room, no later than ``finish_grace`` seconds
+    after its first win."""
+    deadline = room.deadline_ms
+    if room.settings.finish is not Finish.FIRST or room.starts_ms is None:
+        return deadline
+    wins = [
+        r.finished_ms for r in players.values() if r.status == "won" and r.finished_ms is not None
+    ]
+    if not wins:
+        return deadline
+    ends = room.starts_ms + min(wins) + room.settings.finish_grace * 1000
+    return ends if deadline is None else min(deadline, ends)
+
+
+def places(room: Room) -> dict[str, int]:
+    """The place of each player who has won so far (final: a later win is slower)."""
+    wins = sorted(
+        (r.finished_ms or 0, r.moves, index, p)
+        for index, (p, r) in enumerate(room.players.items())
+        if r.status == "won"
+    )
+    return {p: place for place, (*_, p) in enumerate(wins, start=1)}
 
 
 def progress(

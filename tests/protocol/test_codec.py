@@ -470,11 +470,15 @@ def test_the_catalogue_spec_matches_the_dataclasses() -> None:
         "time_limit": ("int", False),
         "countdown": ("int", False),
         "spectator_delay": ("int?", False),
+        "finish": ("str?", False),
+        "finish_grace": ("int?", False),
     }
     assert REQUESTS["set_settings"][1] == {
         "id": ("int", True),
         "spectators": ("str?", False),
         "spectator_delay": ("int?", False),
+        "finish": ("str?", False),
+        "finish_grace": ("int?", False),
     }
     assert REQUESTS["hello"][1] == {
         "id": ("int", True),

@@ -196,3 +196,36 @@ async def test_without_undo_a_stuck_game_ends_at_once(
     over = (await events_until(alice, of_type("race_over")))[-1]
     assert over["room"] == room["code"]
     assert [r["status"] for r in over["results"]] == ["stuck"]
+
+
+async def test_a_first_to_finish_race_ends_its_grace_after_the_win(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    room = await alice.create_room("canfield", countdown=0, finish="first", finish_grace=1)
+    assert room["settings"]["finish"] == "first" and room["settings"]["finish_grace"] == 1
+    await bob.join(room["code"])
+    await alice.start()
+    await alice.next_event("race_started", timeout=TIMEOUT)
+    await bob.next_event("race_started", timeout=TIMEOUT)
+    await bob.move(steady_move(fresh("canfield", seed)))
+    for move in line:
+        ack = await alice.move(move)
+    assert ack["view"]["status"] == "won"
+    heard = await events_until(bob, lambda e: any(s["status"] == "won" for s in standings([e])))
+    (won,) = [s for s in standings(heard[-1:]) if s["status"] == "won"]
+    assert won["player_id"] == alice.player_id and won["place"] == 1
+    snapshot = await bob.sync()
+    assert snapshot["state"] == "racing" and snapshot["left_ms"] <= 1000
+    assert [p.get("place") for p in snapshot["players"]] == [1, None]
+    # Bob plays on, but the race ends a second after the win without him.
+    over = (await events_until(bob, of_type("race_over"), timeout=TIMEOUT + 2))[-1]
+    assert [(r["player_id"], r["status"]) for r in over["results"]] == [
+        (alice.player_id, "won"),
+        (bob.player_id, "out_of_time"),
+    ]
+    with pytest.raises(Exception, match="race"):
+        await bob.move("d")

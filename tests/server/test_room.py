@@ -946,3 +946,57 @@ def test_with_undo_a_player_still_stuck_at_the_time_limit_counts_as_stuck() -> N
     by_id = {r["player_id"]: r for r in room.results}
     assert by_id["ann"]["status"] == "stuck" and by_id["bob"]["status"] == "out_of_time"
     assert by_id["ann"]["time_ms"] == SETTINGS.time_limit * 1000
+
+
+# -- how a race ends, and places -------------------------------------------------------------
+
+
+def test_a_first_to_finish_race_ends_its_grace_after_the_first_win() -> None:
+    room = racing("ann", "bob", "cat", finish=rooms.Finish.FIRST, finish_grace=20)
+    assert room.deadline_ms == T0 + 60_000
+    room = step(room, rooms.progress(room, "ann", now_ms=T0 + 9000, banked=52, status="won"))
+    assert room.state is RoomState.RACING and room.deadline_ms == T0 + 29_000
+    assert next_deadline(room) == T0 + 29_000
+    # A second win within the grace is placed second; it does not move the end again.
+    outcome = rooms.progress(room, "bob", now_ms=T0 + 15_000, banked=52, moves=9, status="won")
+    room = step(room, outcome)
+    (event,) = outcome.events
+    assert isinstance(event, Progress) and event.players[0]["place"] == 2
+    assert room.deadline_ms == T0 + 29_000
+    room = step(room, rooms.tick(room, T0 + 29_000))
+    assert room.state is RoomState.FINISHED
+    assert [(r["player_id"], r["status"]) for r in room.results] == [
+        ("ann", "won"),
+        ("bob", "won"),
+        ("cat", "out_of_time"),
+    ]
+
+
+def test_a_first_win_never_brings_the_end_later_than_the_time_limit() -> None:
+    room = racing("ann", "bob", finish=rooms.Finish.FIRST, finish_grace=50)
+    room = step(room, rooms.progress(room, "ann", now_ms=T0 + 30_000, banked=52, status="won"))
+    assert room.deadline_ms == T0 + 60_000
+
+
+def test_an_everyone_race_keeps_its_time_limit_after_a_win_and_places_the_winners() -> None:
+    room = racing("ann", "bob", "cat")
+    assert room.settings.finish is rooms.Finish.EVERYONE
+    outcome = rooms.progress(room, "bob", now_ms=T0 + 5000, banked=52, moves=70, status="won")
+    room = step(room, outcome)
+    (event,) = outcome.events
+    assert isinstance(event, Progress) and event.players[0]["place"] == 1
+    assert room.deadline_ms == T0 + 60_000 and room.state is RoomState.RACING
+    room = step(room, rooms.progress(room, "ann", now_ms=T0 + 6000, status="resigned"))
+    assert rooms.places(room) == {"bob": 1}  # a resignation has no final place yet
+
+
+def test_the_finish_setting_is_checked_and_changed_by_the_host_in_the_lobby() -> None:
+    refused(ErrorCode.BAD_SETTINGS, lambda: rooms.finish_mode("last"))
+    room = lobby("ann", "bob")
+    refused(ErrorCode.NOT_HOST, lambda: rooms.set_settings(room, "bob", finish=rooms.Finish.FIRST))
+    outcome = rooms.set_settings(room, "ann", finish=rooms.Finish.FIRST, finish_grace=10)
+    room = step(room, outcome)
+    assert (room.settings.finish, room.settings.finish_grace) == (rooms.Finish.FIRST, 10)
+    (event,) = outcome.events
+    assert isinstance(event, Members) and event.settings["finish"] == "first"
+    assert Room.from_dict(room.to_dict()).settings == room.settings
