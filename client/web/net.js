@@ -1,8 +1,14 @@
 // The websocket connection: JSON subprotocol, requests awaited by id, room events, resume.
 //
 // A request's promise resolves with the server's reply frame (welcome, ok, room, ack,
-// pong) and rejects with the error frame itself ({code, message, reason, rev}). Frames
-// without a request id (room events, the snapshot after a resume) go to `onEvent`.
+// pong, account) and rejects with the error frame itself ({code, message, reason, rev}).
+// Frames without a request id (room events, the snapshot after a resume, the `boards` of
+// a delayed room) go to `onEvent`.
+//
+// The hello says {name?, token?}, or logs in to an account with {account, password}: the
+// password is sent once, then forgotten; a reconnection goes with the welcome's token,
+// which `setToken` replaces when the server hands out a fresh one (a claim, a changed
+// password, revoked tokens).
 //
 // When the socket drops for a reason worth retrying (or cannot be opened), the
 // connection opens again after a growing pause, says hello with the token, and sends
@@ -85,7 +91,8 @@ export class Connection {
     this.pingSentAt = null;
   }
 
-  // Open the socket and say hello with {name?, token?}. Resolves with the first welcome
+  // Open the socket and say hello with {name?, token?} or {account, password}. Resolves
+  // with the first welcome
   // (retrying while the server cannot be reached); rejects with the error frame when the
   // hello is refused, or when the connection closes for good first.
   open(hello) {
@@ -130,8 +137,15 @@ export class Connection {
       const id = this.nextId++;
       this.helloId = id;
       const hello = { type: "hello", id };
-      if (this.hello.token) hello.token = this.hello.token;
-      if (this.hello.name) hello.name = this.hello.name;
+      if (this.hello.token) {
+        hello.token = this.hello.token;
+        if (this.hello.name) hello.name = this.hello.name;
+      } else if (this.hello.account) {
+        hello.account = this.hello.account;
+        hello.password = this.hello.password;
+      } else if (this.hello.name) {
+        hello.name = this.hello.name;
+      }
       ws.send(JSON.stringify(hello));
     };
     ws.onmessage = (message) => {
@@ -178,6 +192,8 @@ export class Connection {
     const before = this.welcome;
     this.welcome = welcome;
     this.hello.token = welcome.token;
+    delete this.hello.account; // the token stands for the login from now on
+    delete this.hello.password;
     this.ready = true;
     this.attempt = 0;
     this.downSince = null;
@@ -288,6 +304,12 @@ export class Connection {
   _failAll(error) {
     for (const entry of this.pending.values()) entry.reject(error);
     this.pending.clear();
+  }
+
+  // The token to come back with from now on (the one before stopped working).
+  setToken(token) {
+    if (this.hello) this.hello.token = token;
+    if (this.welcome) this.welcome.token = token;
   }
 
   // Send a request {type, ...fields}; resolves with the reply, rejects with the error frame.
