@@ -1,5 +1,5 @@
-// The page: identity, lobby, room, race, spectating, results and the daily challenge
-// over one websocket.
+// The page: identity and account, lobby, room, race, spectating, results and the daily
+// challenge over one websocket.
 
 import { BoardView, applyDelta, drawBoard } from "./board.js";
 import { Connection, wsUrl } from "./net.js";
@@ -14,7 +14,7 @@ const $ = (testid, root = document) => root.querySelector(`[data-testid="${testi
 // -- state ---------------------------------------------------------------------------------
 
 const state = {
-  identity: loadIdentity(), // {name, token}
+  identity: loadIdentity(), // {name, token, account}: account is the account's name, or null
   conn: null,
   me: null, // the welcome: player_id, name, token, room
   room: null, // code, state, host, settings, members, race, you {player_id, role}
@@ -42,11 +42,20 @@ const state = {
 function loadIdentity() {
   try {
     const data = JSON.parse(localStorage.getItem(STORE_KEY) || "{}");
-    return { name: data.name || "", token: data.token || null };
+    return { name: data.name || "", token: data.token || null, account: data.account || null };
   } catch {
-    return { name: "", token: null };
+    return { name: "", token: null, account: null };
   }
 }
+
+// The identity a welcome proves: its token is kept in this browser (an account's too: the
+// page keeps its session until it logs out).
+function takeIdentity(welcome) {
+  state.identity = { name: welcome.name, token: welcome.token, account: welcome.account?.name || null };
+  saveIdentity();
+}
+
+const isAccount = () => Boolean(state.me?.account);
 
 function saveIdentity() {
   localStorage.setItem(STORE_KEY, JSON.stringify(state.identity));
@@ -83,7 +92,8 @@ function dailyFromUrl() {
     board: null,
     best: null,
     loads: 0, // answers to older loads are dropped
-    outcome: null, // the last attempt: {date, variant, attempt, ranked, result, rank, count}
+    outcome: null, // the last attempt: {date, variant, attempt, ranked, unranked, result, rank, count}
+    needsAccount: false, // the server answered account_required: a guest does not play it
   };
 }
 
@@ -199,25 +209,69 @@ function setConnStatus(status, detail = {}) {
   if (document.body.dataset.screen === "race") renderRace();
 }
 
-function onConnectionClosed({ code, reason, error }) {
-  if (error?.code === "bad_token") {
-    // The server no longer knows this player (its data was reset, say).
-    hideBanner();
-    state.identity.token = null;
-    saveIdentity();
-    state.me = null;
-    state.room = null;
-    clearRace();
-    showError({ message: "The server no longer knows this player: pick a name to play again." });
-    showScreen("name-screen");
-    return;
-  }
-  if (code === 4001) showBanner("closed", "This player connected again elsewhere (another tab?).", "Play here");
-  else showBanner("closed", `Disconnected from the server${reason ? `: ${reason}` : ""}.`, "Reconnect");
+// This browser's token no longer works: say why, and show the name screen, where the
+// player logs in again or picks a name.
+function signedOut(message) {
+  const account = state.identity.account;
+  leaveIdentity(state.identity.name, message);
+  if (account) $("login-name").value = account;
 }
 
-async function connect(hello) {
-  if (state.conn) state.conn.close();
+// This browser lets its identity go (logged out, revoked, deleted): no connection, no
+// token; the name screen says why.
+function leaveIdentity(name, note) {
+  dropConnection();
+  state.identity = { name: name || "", token: null, account: null };
+  saveIdentity();
+  state.me = null;
+  state.room = null;
+  state.seq = 0;
+  clearRace();
+  state.results = null;
+  state.lastResults = null;
+  hideBanner();
+  renderMe();
+  setConnStatus("idle");
+  setUrl(state.page === "daily" ? dailyUrl() : "/");
+  $("name-input").value = name || "";
+  const line = $("name-note");
+  line.textContent = note || "";
+  line.hidden = !note;
+  showScreen("name-screen");
+}
+
+function revokedMessage(account, reason) {
+  if (!account) return "The server no longer knows this player: pick a name to play again.";
+  const why = reason ? ` (${reason})` : " (its password changed, it was logged out everywhere, or it was deleted)";
+  return `This browser was logged out of the account ${account}${why}: log in again.`;
+}
+
+function onConnectionClosed({ code, reason, error }) {
+  if (error?.code === "bad_token") {
+    // The server no longer takes this token: revoked, or its data was reset.
+    signedOut(revokedMessage(state.identity.account, null));
+    return;
+  }
+  if (code === 4003) {
+    signedOut(revokedMessage(state.identity.account || state.me?.account?.name, reason));
+    return;
+  }
+  if (code === 4001) {
+    const where = isAccount() ? "another tab or device" : "another tab";
+    showBanner("closed", `This player connected again elsewhere (${where}?).`, "Play here");
+  } else {
+    showBanner("closed", `Disconnected from the server${reason ? `: ${reason}` : ""}.`, "Reconnect");
+  }
+}
+
+// Let the connection go on purpose: nothing it still says is heard.
+function dropConnection() {
+  const conn = state.conn;
+  state.conn = null;
+  if (conn) conn.close();
+}
+
+function newConnection() {
   const conn = new Connection(wsUrl(), {
     onEvent: (data) => {
       if (conn === state.conn) onFrame(data);
@@ -229,6 +283,12 @@ async function connect(hello) {
       if (conn === state.conn) onConnectionClosed(closed);
     },
   });
+  return conn;
+}
+
+async function connect(hello) {
+  if (state.conn) state.conn.close();
+  const conn = newConnection();
   state.conn = conn;
   try {
     const welcome = await conn.open(hello);
@@ -237,8 +297,13 @@ async function connect(hello) {
   } catch (error) {
     if (conn !== state.conn) return;
     if (error.code === "bad_token") {
+      if (state.identity.account) {
+        signedOut(revokedMessage(state.identity.account, null));
+        return;
+      }
       state.identity.token = null;
       saveIdentity();
+      setConnStatus("idle");
       showScreen("name-screen");
       return;
     }
@@ -258,8 +323,8 @@ function onResumed({ welcome, restarted }) {
   node.dataset.resumes = String(Number(node.dataset.resumes || 0) + 1);
   if (restarted) node.dataset.restarts = String(Number(node.dataset.restarts || 0) + 1);
   state.me = welcome;
-  state.identity = { name: welcome.name, token: welcome.token };
-  saveIdentity();
+  takeIdentity(welcome);
+  renderMe();
   const room = state.room;
   if (welcome.room) {
     awaitSnapshot(restarted);
@@ -312,10 +377,8 @@ function announceResume(restarted, room) {
 
 function onWelcome(welcome) {
   state.me = welcome;
-  state.identity = { name: welcome.name, token: welcome.token };
-  saveIdentity();
-  $("player-name").textContent = welcome.name;
-  $("me").hidden = false;
+  takeIdentity(welcome);
+  renderMe();
   if (welcome.room) {
     // The snapshot of the room this player is still in follows the welcome.
     if (state.link && state.link.code !== welcome.room) {
@@ -375,6 +438,9 @@ function onFrame(data) {
     case "error":
       if (data.code !== "stale_revision") showError(data);
       return;
+    case "boards":
+      onHeldBoards(data);
+      return;
     default:
       break;
   }
@@ -387,6 +453,15 @@ function onFrame(data) {
   const handler = EVENTS[data.type];
   if (handler) handler(data);
   if (gap) sync();
+  render();
+}
+
+// A delayed room's boards, come due: no room event (no `seq`), each board replaces the one
+// shown of its player.
+function onHeldBoards(data) {
+  const room = state.room;
+  if (!room || data.room !== room.code || data.race !== room.race || room.state !== "racing") return;
+  Object.assign(state.boards, data.boards || {});
   render();
 }
 
@@ -475,7 +550,11 @@ const EVENTS = {
     room.members = event.members;
     room.settings = event.settings;
     if (!event.members.some((m) => m.player_id === state.me.player_id)) {
+      const why = event.removed?.[state.me.player_id];
       if (event.closed) showError({ message: `The room was closed: ${event.closed}` });
+      else if (why === "spectators_off") {
+        showError({ message: `The host of room ${room.code} turned spectators off: you are no longer watching it.` });
+      } else if (why) showError({ message: `You are no longer in room ${room.code} (${why.replaceAll("_", " ")}).` });
       leftRoom();
       return;
     }
@@ -537,6 +616,8 @@ const EVENTS = {
     state.results = event.results;
     state.seed = event.seed ?? null;
     state.finishedAt = performance.now();
+    // A spectator gets the final boards, whatever the room showed during the race.
+    if (event.boards) Object.assign(state.boards, event.boards);
     for (const result of event.results) {
       const player = state.players.find((p) => p.player_id === result.player_id);
       if (player) Object.assign(player, { status: result.status, banked: result.banked, moves: result.moves });
@@ -620,16 +701,62 @@ function showScreen(name) {
   $("loading").hidden = true;
   for (const screen of SCREENS) $(screen).hidden = screen !== name;
   document.body.dataset.screen = name;
+  placeAccountForms(name);
+}
+
+// The claim and login forms go where the screen shown wants them: the login form on the
+// name screen; both for a guest on the home screen and on the daily page.
+function placeAccountForms(screen) {
+  const claim = $("claim-form");
+  const login = $("login-form");
+  const store = document.querySelector(".form-store");
+  const slot = (name) => document.querySelector(`.account-slot[data-slot="${name}"]`);
+  const guest = Boolean(state.me) && !isAccount();
+  let target = null;
+  let withClaim = false;
+  if (screen === "name-screen" && !state.room) {
+    // (A player in a room changes its name here, and does not log in to another.)
+    target = slot("name-screen");
+  } else if (guest && (screen === "home" || screen === "daily")) {
+    target = slot(screen);
+    withClaim = true;
+  }
+  const put = (form, where) => {
+    if (form.parentElement !== where) where.append(form);
+  };
+  if (!target) {
+    put(claim, store);
+    put(login, store);
+    return;
+  }
+  if (withClaim) put(claim, target);
+  else put(claim, store);
+  put(login, target);
+  for (const node of claim.querySelectorAll('[data-role="player-name"]')) node.textContent = state.me?.name || "";
+  for (const node of claim.querySelectorAll('[data-role="username"]')) node.value = state.me?.name || "";
+}
+
+// The top bar: who plays here, and whether the name is an account's.
+function renderMe() {
+  const me = state.me;
+  $("me").hidden = !me;
+  if (!me) return;
+  $("player-name").textContent = me.name;
+  $("account-badge").hidden = !me.account;
+  // An account's name is its own: it does not change from here.
+  $("change-name").hidden = Boolean(me.account);
 }
 
 function render() {
   if (!state.me) return;
+  renderMe();
   if (!state.room) {
     if (state.page === "daily") {
       showScreen("daily");
       renderDaily();
     } else {
       showScreen("home");
+      renderAccount();
     }
     return;
   }
@@ -655,9 +782,68 @@ function settingsText(settings) {
     `${formatTime(settings.time_limit * 1000)} time limit`,
     `${settings.countdown}s countdown`,
     settings.undo ? "undo on" : "undo off",
-    settings.spectators ? "spectators welcome" : "no spectators",
   ];
   return parts.join(" · ");
+}
+
+// Who may watch the room, and what they see while a race runs: everyone in the room is
+// shown it.
+function spectatorMode(settings) {
+  const mode = settings.spectators;
+  if (mode === true) return "after"; // an older record: the default
+  if (mode === false || settings.daily) return "off";
+  return mode;
+}
+
+function spectatorsText(settings) {
+  switch (spectatorMode(settings)) {
+    case "live":
+      return "Spectators: every board live, as it is played";
+    case "delayed":
+      return `Spectators: boards ${settings.spectator_delay} s late`;
+    case "after":
+      return "Spectators: progress only, the boards once the race is over";
+    case "off":
+      return "No spectators";
+    default:
+      return `Spectators: ${settings.spectators}`;
+  }
+}
+
+function fillSpectatorsLine(node, settings) {
+  node.textContent = spectatorsText(settings);
+  node.dataset.mode = spectatorMode(settings);
+  node.dataset.delay = String(settings.spectator_delay ?? "");
+}
+
+// The host's form to change the spectator setting: in the lobby, and after a race.
+function placeSpectatorsForm(where) {
+  const form = $("spectators-form");
+  const room = state.room;
+  const host = room && room.host === state.me?.player_id && !room.settings.daily;
+  const shown = host && (where === "lobby" || (where === "results" && room.state === "finished"));
+  const target = shown
+    ? document.querySelector(`.spectators-slot[data-slot="${where}"]`)
+    : document.querySelector(".form-store");
+  if (form.parentElement !== target) target.append(form);
+  if (!shown) return;
+  const mode = $("spectators-mode");
+  const delay = $("spectators-delay");
+  const editing = form.contains(document.activeElement) && document.activeElement !== $("spectators-save");
+  if (!editing) {
+    mode.value = spectatorMode(room.settings);
+    delay.value = String(room.settings.spectator_delay ?? 30);
+  }
+  $("spectators-delay-label").hidden = mode.value !== "delayed";
+  delay.disabled = mode.value !== "delayed";
+}
+
+async function saveSpectators() {
+  const mode = $("spectators-mode").value;
+  const fields = { spectators: mode };
+  if (mode === "delayed") fields.spectator_delay = Number($("spectators-delay").value);
+  const reply = await act("set_settings", fields);
+  if (reply) showNotice(`${spectatorsText({ ...state.room.settings, ...fields })}.`);
 }
 
 function renderRoom() {
@@ -666,6 +852,8 @@ function renderRoom() {
   $("room-variant").textContent = variantTitle(room.settings.variant);
   $("room-link").value = roomUrl(room.code);
   $("room-settings").textContent = settingsText(room.settings);
+  fillSpectatorsLine($("room-spectators"), room.settings);
+  placeSpectatorsForm("lobby");
   const list = $("members");
   list.replaceChildren();
   for (const member of room.members) {
@@ -777,6 +965,9 @@ function renderRace() {
     dailyLabel.dataset.ranked = String(attempt === 1);
   }
   $("time-limit-label").textContent = formatTime((state.timeLimit || room.settings.time_limit) * 1000);
+  const raceSpectators = $("race-spectators");
+  raceSpectators.hidden = daily;
+  if (!daily) fillSpectatorsLine(raceSpectators, room.settings);
   const progress = $("progress");
   progress.replaceChildren(...state.players.map(progressRow));
   progress.hidden = !state.players.length;
@@ -821,6 +1012,10 @@ function renderRace() {
   const boards = $("spectator-boards");
   boards.hidden = !spectating || !Object.keys(state.boards).length;
   if (!boards.hidden) renderSpectatorBoards(boards);
+  const note = $("spectator-note");
+  const noteText = spectating && room.state === "racing" ? watchingText(room.settings) : "";
+  note.hidden = !noteText;
+  if (note.textContent !== noteText) note.textContent = noteText;
 
   const results = $("results");
   results.hidden = !finished;
@@ -835,6 +1030,19 @@ function renderRace() {
     outcome.hidden = !shown;
     if (shown) fillOutcome(outcome, state.daily.outcome);
   }
+  placeSpectatorsForm(finished && state.results ? "results" : "none");
+}
+
+// What a spectator sees of a running race, as the room's setting allows.
+function watchingText(settings) {
+  switch (spectatorMode(settings)) {
+    case "delayed":
+      return `This room shows spectators each board ${settings.spectator_delay} s after it was played; the progress comes at once.`;
+    case "after":
+      return "This room shows spectators the boards once the race is over: until then, the progress only.";
+    default:
+      return "";
+  }
 }
 
 function renderSpectatorBoards(host) {
@@ -846,6 +1054,7 @@ function renderSpectatorBoards(host) {
     panel.className = "spectator-board";
     panel.dataset.testid = "spectator-board";
     panel.dataset.playerId = player.player_id;
+    panel.dataset.moves = String(view.moves); // the board's own count: a delayed board's lags
     const head = document.createElement("div");
     head.className = "sb-head";
     const name = document.createElement("b");
@@ -973,6 +1182,7 @@ async function dailyFinished(settings, results) {
     variant: settings.variant,
     attempt: settings.attempt,
     ranked: settings.attempt === 1,
+    unranked: settings.attempt === 1 ? null : "later_attempt",
     result: me || null,
     rank: null,
     count: null,
@@ -984,7 +1194,15 @@ async function dailyFinished(settings, results) {
     const reply = await request("get_leaderboard", { variant: settings.variant, date: settings.daily, limit: state.daily.top });
     const board = reply.board;
     if (state.daily.outcome !== outcome) return;
-    outcome.rank = board.you ? board.you.rank : null;
+    // The attempt as the board keeps it: a new account's first one is not ranked yet.
+    const entry = (board.history || []).find(
+      (h) => h.date === outcome.date && h.variant === outcome.variant && h.attempt === outcome.attempt,
+    );
+    if (entry) {
+      outcome.ranked = Boolean(entry.ranked);
+      outcome.unranked = entry.unranked || null;
+    }
+    outcome.rank = outcome.ranked && board.you ? board.you.rank : null;
     outcome.count = board.count;
     state.daily.board = board;
     render();
@@ -998,6 +1216,12 @@ function outcomeText(outcome) {
   const head = r
     ? `${r.status === "won" ? "You won" : `You ${statusWord(r.status)}`}: ${r.banked}/52 banked, ${r.moves} move${r.moves === 1 ? "" : "s"}, ${formatTenths(r.time_ms)}.`
     : "Your attempt is over.";
+  if (!outcome.ranked && outcome.unranked === "new_account") {
+    return [head, ["Not ranked: a new account's attempts are ranked from its second day (UTC). It is kept in your history."]];
+  }
+  if (!outcome.ranked && outcome.attempt === 1) {
+    return [head, ["Not ranked: this attempt is kept in your history, off the board."]];
+  }
   if (!outcome.ranked) {
     return [head, [`Not ranked: this was attempt ${outcome.attempt}, and only your first attempt of the day counts.`]];
   }
@@ -1104,10 +1328,23 @@ function renderDaily() {
 
   const played = Boolean(board?.history?.some((h) => h.date === today && h.variant === daily.variant));
   const play = $("daily-play");
-  play.dataset.ranked = String(!played);
-  $("daily-play-note").textContent = played
+  const guest = !isAccount();
+  play.dataset.ranked = String(!played && !guest);
+  let note = played
     ? `You have played today's ${shortVariant(daily.variant)} deal: another attempt is shown but not ranked.`
     : "Your first attempt of the day is ranked. The clock starts at once.";
+  if (guest) note = "The daily challenge is played by accounts: claim your name or log in below.";
+  $("daily-play-note").textContent = note;
+  const box = $("daily-account");
+  box.hidden = !guest;
+  box.dataset.refused = String(guest && daily.needsAccount);
+  const why = guest
+    ? daily.needsAccount
+      ? `Only accounts play the daily deal, so that each ranked attempt is a person's first. Claim the name ${state.me.name} with a password, or log in to your account, then play.`
+      : `The daily deal is played by accounts, so that each ranked attempt is a person's first. Claim the name ${state.me.name} with a password, or log in to your account.`
+    : "";
+  const whyLine = $("daily-account-why");
+  if (whyLine.textContent !== why) whyLine.textContent = why;
 
   const last = $("daily-last");
   const outcome = daily.outcome;
@@ -1221,7 +1458,15 @@ async function playDaily() {
     // The reply is a snapshot of the running race: it shows as the race screen.
     await request("daily", { variant: state.daily.variant });
   } catch (error) {
-    showError(error);
+    if (error.code === "account_required") {
+      // A guest: the controls to become an account are right here.
+      state.daily.needsAccount = true;
+      render();
+      $("daily-account").scrollIntoView({ block: "nearest" });
+      $("claim-password").focus();
+    } else {
+      showError(error);
+    }
   } finally {
     play.disabled = false;
   }
@@ -1307,18 +1552,282 @@ function tick() {
   }
 }
 
+// -- accounts --------------------------------------------------------------------------------
+
+// A refusal in plain words: the sentence a person reads, whatever the code.
+function sentence(text) {
+  const line = String(text || "").trim();
+  if (!line) return "";
+  const first = line[0].toUpperCase() + line.slice(1);
+  return /[.!?]$/.test(first) ? first : `${first}.`;
+}
+
+function waitText(error) {
+  const seconds = Math.ceil(Number(error.retry_after) || 0);
+  return seconds > 0 ? ` Try again in ${seconds} s.` : " Try again later.";
+}
+
+function accountErrorText(error, during) {
+  switch (error.code) {
+    case "bad_password":
+      return sentence(error.message); // the server's rule: 8 to 128 characters...
+    case "wrong_password":
+      return during === "login" ? "Wrong account name or password." : "That is not the account's current password.";
+    case "name_taken":
+      return `An account already has the name ${state.me?.name || "you chose"}, or one that looks like it: change your display name, then claim the new one.`;
+    case "already_an_account":
+      return "This name is an account already.";
+    case "not_an_account":
+      return "You play as a guest: claim your name first.";
+    case "already_in_room":
+      return "Leave your room first, then delete the account.";
+    case "bad_name":
+      return `That is no account name: ${error.message}.`;
+    case "over_budget":
+    case "rate_limited":
+      return `Too many tries for now.${waitText(error)}`;
+    case "offline":
+    case "closed":
+      return "Not connected to the server: wait until the connection is back.";
+    default:
+      return sentence(error.message) || "The server refused.";
+  }
+}
+
+function formMessage(testid, text) {
+  const node = $(testid);
+  node.textContent = text || "";
+  node.hidden = !text;
+}
+
+function accountMessage(text) {
+  const node = $("account-message");
+  node.textContent = text || "";
+}
+
+// Run a form's request with its submit button held down, and its refusal shown in it.
+async function submitting(form, errorId, during, action) {
+  const button = form.querySelector('button[type="submit"]');
+  formMessage(errorId, "");
+  button.disabled = true;
+  try {
+    return await action();
+  } catch (error) {
+    formMessage(errorId, accountErrorText(error, during));
+    return null;
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// An `account` reply: the account's name and when it was made, and the token to come back
+// with from now on (the ones before may have stopped working).
+function tookAccount(reply) {
+  state.me = { ...state.me, token: reply.token, account: { name: reply.name, created_ms: reply.created_ms } };
+  if (state.conn) state.conn.setToken(reply.token);
+  takeIdentity(state.me);
+}
+
+async function claimName(form) {
+  const password = $("claim-password").value;
+  if (password !== $("claim-password2").value) {
+    formMessage("claim-error", "The two passwords differ: type the same password twice.");
+    return;
+  }
+  const reply = await submitting(form, "claim-error", "claim", () => request("claim", { password }));
+  if (!reply) return;
+  form.reset();
+  tookAccount(reply);
+  state.daily.needsAccount = false;
+  render();
+  const text = `${reply.name} is your account now: log in with it from any browser.`;
+  accountMessage(text);
+  showNotice(text);
+}
+
+// Log in on a connection of its own: the page moves over to it once the server welcomes
+// the account, and stays as it was when the login is refused.
+async function logIn(form) {
+  const account = $("login-name").value.trim();
+  const password = $("login-password").value;
+  if (!account) return;
+  const welcome = await submitting(form, "login-error", "login", async () => {
+    const conn = newConnection();
+    try {
+      const welcomed = await conn.open({ account, password });
+      return { conn, welcomed };
+    } catch (error) {
+      conn.close();
+      throw error;
+    }
+  });
+  if (!welcome) return;
+  form.reset();
+  const { conn, welcomed } = welcome;
+  const before = state.conn;
+  state.conn = conn;
+  if (before) before.close();
+  state.me = null;
+  state.room = null;
+  clearRace();
+  setConnStatus(conn.status);
+  state.daily.needsAccount = false;
+  hideBanner();
+  $("name-note").hidden = true;
+  onWelcome(welcomed);
+  showNotice(`Logged in as ${welcomed.name}.`);
+}
+
+function logOut() {
+  const name = state.me?.account?.name || state.me?.name || state.identity.name;
+  leaveIdentity(name, `Logged out of ${name}: this browser no longer keeps the account. Log in again, or play as a guest.`);
+  $("login-name").value = name;
+}
+
+async function revokeTokens() {
+  const button = $("revoke-tokens");
+  button.disabled = true;
+  try {
+    tookAccount(await request("revoke_tokens"));
+    accountMessage("Every other browser and device is logged out of the account; this one stays logged in.");
+  } catch (error) {
+    accountMessage(accountErrorText(error, "revoke"));
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function changePassword(form) {
+  const old = $("password-old").value;
+  const fresh = $("password-new").value;
+  if (fresh !== $("password-new2").value) {
+    formMessage("password-error", "The two new passwords differ: type the same password twice.");
+    return;
+  }
+  const reply = await submitting(form, "password-error", "password", () => request("change_password", { old, new: fresh }));
+  if (!reply) return;
+  tookAccount(reply);
+  form.reset();
+  toggleAccountForm("password-form", false);
+  accountMessage("Password changed. Every other browser and device is logged out of the account; this one stays logged in.");
+}
+
+async function deleteAccount(form) {
+  const password = $("delete-password").value;
+  const name = state.me?.account?.name || state.me?.name;
+  const conn = state.conn;
+  const reply = await submitting(form, "delete-error", "delete", () => request("delete_account", { password }));
+  if (!reply) return;
+  // The server closes the connection next: it is let go here first.
+  if (conn !== state.conn) return;
+  form.reset();
+  toggleAccountForm("delete-form", false);
+  leaveIdentity("", `The account ${name} is deleted. Its daily board entries stay on the boards, anonymised as “deleted player”.`);
+}
+
+function toggleAccountForm(testid, open) {
+  const form = $(testid);
+  const button = $(testid === "password-form" ? "change-password" : "delete-account");
+  form.hidden = !open;
+  button.setAttribute("aria-expanded", String(open));
+  if (!open) {
+    form.reset();
+    formMessage(testid === "password-form" ? "password-error" : "delete-error", "");
+  } else {
+    form.querySelector("input:not([hidden])").focus();
+  }
+}
+
+function renderAccount() {
+  const me = state.me;
+  if (!me) return;
+  const account = me.account;
+  $("account-guest").hidden = Boolean(account);
+  $("account-owner").hidden = !account;
+  if (!account) {
+    $("password-form").hidden = true;
+    $("delete-form").hidden = true;
+    return;
+  }
+  const since = account.created_ms ? new Date(account.created_ms).toISOString().slice(0, 10) : null;
+  $("account-status").textContent = `Logged in to the account ${account.name}${since ? `, made on ${since} (UTC)` : ""}.`;
+  for (const node of document.querySelectorAll('[data-role="account-name"]')) node.textContent = account.name;
+  for (const node of $("password-form").querySelectorAll('[data-role="username"]')) node.value = account.name;
+}
+
 // -- wiring ----------------------------------------------------------------------------------
 
 function formValues(form) {
   const data = new FormData(form);
-  return {
+  const values = {
     variant: data.get("variant"),
     max_players: Number(data.get("max_players")),
     countdown: Number(data.get("countdown")),
     time_limit: Number(data.get("time_limit")),
-    spectators: data.get("spectators") === "on",
+    spectators: data.get("spectators"),
     undo: data.get("undo") === "on",
   };
+  if (values.spectators === "delayed") values.spectator_delay = Number(data.get("spectator_delay"));
+  return values;
+}
+
+// The delay's field is there (and checked) only for a delayed room.
+function syncDelayField(select, label, input) {
+  const delayed = select.value === "delayed";
+  label.hidden = !delayed;
+  input.disabled = !delayed;
+}
+
+function wireAccounts() {
+  $("claim-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    claimName(event.target);
+  });
+  $("login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    logIn(event.target);
+  });
+  $("password-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    changePassword(event.target);
+  });
+  $("delete-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    deleteAccount(event.target);
+  });
+  $("change-password").addEventListener("click", () => {
+    accountMessage("");
+    toggleAccountForm("password-form", $("password-form").hidden);
+  });
+  $("password-cancel").addEventListener("click", () => toggleAccountForm("password-form", false));
+  $("delete-account").addEventListener("click", () => {
+    accountMessage("");
+    toggleAccountForm("delete-form", $("delete-form").hidden);
+  });
+  $("delete-cancel").addEventListener("click", () => toggleAccountForm("delete-form", false));
+  $("logout").addEventListener("click", logOut);
+  $("revoke-tokens").addEventListener("click", revokeTokens);
+}
+
+function wireSpectators() {
+  const create = [$("spectators"), $("spectator-delay-label"), $("spectator-delay")];
+  create[0].addEventListener("change", () => syncDelayField(...create));
+  syncDelayField(...create);
+
+  const form = $("spectators-form");
+  const mode = $("spectators-mode");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    saveSpectators();
+  });
+  // A new choice applies at once (a delay, once it is typed: on Enter, or leaving the field).
+  mode.addEventListener("change", () => {
+    syncDelayField(mode, $("spectators-delay-label"), $("spectators-delay"));
+    if (form.reportValidity()) saveSpectators();
+  });
+  $("spectators-delay").addEventListener("change", () => {
+    if (form.reportValidity()) saveSpectators();
+  });
 }
 
 function wire() {
@@ -1334,6 +1843,7 @@ function wire() {
     event.preventDefault();
     const name = $("name-input").value.trim();
     if (!name) return;
+    $("name-note").hidden = true;
     state.identity.name = name;
     saveIdentity();
     $("loading").hidden = false;
@@ -1425,6 +1935,8 @@ function wire() {
   });
 
   wireDaily();
+  wireAccounts();
+  wireSpectators();
   setInterval(tick, 250);
 }
 
