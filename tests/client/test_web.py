@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, RunningServer, ServerFactory
+from conftest import TIMEOUT, RunningServer
 
 from solrace.engine import (
     IllegalMove,
@@ -104,13 +104,6 @@ def backend_kind() -> str:
 
 
 @pytest.fixture
-async def server(start_server: ServerFactory) -> RunningServer:
-    """A node whose rooms show spectators every board as it is played: the page has no
-    spectator setting of its own yet (it sends the old ``spectators: true``)."""
-    return await start_server(spectators_default="live")
-
-
-@pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
     """One headless Chromium for the test."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -171,8 +164,10 @@ async def create_room(page: Page, variant: str, **settings: Any) -> str:
         await page.select_option(tid("time-limit"), str(settings["time_limit"]))
     if "undo" in settings:
         await page.set_checked(tid("undo-setting"), settings["undo"])
-    if "spectators" in settings:
-        await page.set_checked(tid("spectators"), settings["spectators"])
+    if "spectators" in settings:  # live, delayed, after or off
+        await page.select_option(tid("spectators"), settings["spectators"])
+    if "spectator_delay" in settings:
+        await page.fill(tid("spectator-delay"), str(settings["spectator_delay"]))
     await page.click(tid("create-room"))
     await expect(page.locator(tid("room"))).to_be_visible()
     code = (await page.text_content(tid("room-code"))) or ""
@@ -241,7 +236,7 @@ async def test_race_two_players_and_a_spectator(
     alice = await pages.open()
     await enter_name(alice, "Alice")
     await alice.screenshot(path=str(SCREENSHOTS / "home.png"), full_page=True)
-    code = await create_room(alice, variant, countdown=1)
+    code = await create_room(alice, variant, countdown=1, spectators="live")
     link = await alice.input_value(tid("room-link"))
     assert link.endswith(f"/r/{code}")
 

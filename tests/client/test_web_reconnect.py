@@ -101,7 +101,6 @@ async def node(tmp_path: Path) -> AsyncIterator[Restartable]:
         port=free_port(),
         data_dir=tmp_path / "data",
         progress_interval_s=0.0,
-        spectators_default="live",  # the page has no spectator setting of its own yet
     )
     made = Restartable(config)
     await made.start()
@@ -251,7 +250,7 @@ async def test_the_board_waits_offline_and_the_race_comes_back_after_a_restart(
 
     erin = await pages.open()
     await enter_name(erin, "Erin")
-    code = await create_room(erin, VARIANT, countdown=0)
+    code = await create_room(erin, VARIANT, countdown=0, spectators="live")
     carol = await pages.open(f"/r/{code}?as=spectator")
     await enter_name(carol, "Carol")
     await expect(erin.locator(tid("member"))).to_have_count(2)
