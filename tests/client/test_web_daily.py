@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import time
 
 import pytest
 import test_web
-from conftest import TIMEOUT, RunningServer, ServerFactory
+from conftest import RunningServer, ServerFactory
 from daily_support import AT_ONCE, PASSWORD
-from test_web import DESKTOP, PHONE, SCREENSHOTS, Page, Pages, expect, tid
+from test_web import DESKTOP, PHONE, SCREENSHOTS, Page, Pages, enter_name, expect, tid
 
-from solrace.client import Client
 from solrace.server.daily import daily_commitment, daily_nonce, daily_seed
 
 DAY = "2026-11-30"
@@ -62,25 +60,34 @@ async def server(start_server: ServerFactory, clock: ShiftedClock) -> RunningSer
     return await start_server(clock=clock, **AT_ONCE)
 
 
+async def fill_claim(page: Page, password: str, again: str | None = None) -> None:
+    """Claim the display name with ``password`` (typed twice: ``again`` the second time)
+    in the claim form, wherever the screen shows it."""
+    await page.fill(tid("claim-password"), password)
+    await page.fill(tid("claim-password2"), password if again is None else again)
+    await page.click(tid("claim-submit"))
+
+
+async def claimed(page: Page, password: str = PASSWORD) -> None:
+    """Claim the display name and see the page take the account."""
+    await fill_claim(page, password)
+    await expect(page.locator(tid("account-badge"))).to_be_visible()
+    await expect(page.locator(tid("claim-form"))).to_be_hidden()
+
+
 async def signed_in(
     pages: Pages,
-    server: RunningServer,
     name: str,
     path: str = "/",
     viewport: dict[str, int] = DESKTOP,
     *,
     touch: bool = False,
 ) -> Page:
-    """A page of an account's: the daily deal is played by accounts. The account is made
-    over the protocol (``claim``), and the page takes its token as a returning player."""
-    async with Client(server.url, name=name, request_timeout=TIMEOUT) as client:
-        await client.claim(PASSWORD)
-        token = client.token
+    """A page of an account's: the daily deal is played by accounts. The player picks a
+    name on the page and claims it there (on the home screen or the daily page)."""
     page = await pages.open(path, viewport, touch=touch)
-    identity = json.dumps({"name": name, "token": token})
-    await page.evaluate("(v) => localStorage.setItem('solrace.identity', v)", identity)
-    await page.reload()
-    await expect(page.locator(tid("player-name"))).to_have_text(name)
+    await enter_name(page, name)
+    await claimed(page)
     return page
 
 
@@ -135,7 +142,7 @@ async def back_to_board(page: Page, *, touch: bool = False) -> None:
 async def test_daily_attempts_ranks_and_a_past_day(
     pages: Pages, server: RunningServer, clock: ShiftedClock
 ) -> None:
-    dora = await signed_in(pages, server, "Dora")
+    dora = await signed_in(pages, "Dora")
     await dora.click(tid("daily-link"))
     await expect(dora.locator(tid("daily"))).to_be_visible()
     await dora.select_option(tid("daily-variant"), VARIANT)
@@ -208,7 +215,7 @@ async def test_daily_attempts_ranks_and_a_past_day(
     # first place (when each attempt ended counts for nothing).
     entries = await server.node.backend.daily_entries(DAY, VARIANT)
     dora_time = entries[0].time_ms / 1000
-    bob = await signed_in(pages, server, "Bob", f"/daily?variant={VARIANT}&top=1")
+    bob = await signed_in(pages, "Bob", f"/daily?variant={VARIANT}&top=1")
     await expect(bob.locator(tid("daily"))).to_be_visible()
     await expect(bob.locator(tid("daily-variant"))).to_have_value(VARIANT)
     await expect(bob.locator(tid("board-row"))).to_have_attribute("data-player-id", dora_id)
@@ -273,7 +280,7 @@ async def test_daily_attempts_ranks_and_a_past_day(
 async def test_daily_at_phone_width_resumes_after_a_reload(
     pages: Pages, server: RunningServer
 ) -> None:
-    phone = await signed_in(pages, server, "Pocket", "/daily", PHONE, touch=True)
+    phone = await signed_in(pages, "Pocket", "/daily", PHONE, touch=True)
     await expect(phone.locator(tid("daily"))).to_be_visible()
     await phone.select_option(tid("daily-variant"), VARIANT)
     await expect(phone.locator(tid("daily-empty"))).to_be_visible()
