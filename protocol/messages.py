@@ -95,6 +95,9 @@ class CreateRoom:
     (``finish_grace`` seconds after the first win)."""
     finish_grace: int | None = None
     """Seconds a ``first`` race goes on after its first win (None: 30)."""
+    winnable: bool | None = None
+    """Deal only certified-winnable deals (None: the server's default for the game: on for
+    Canfield, Rainbow Canfield and American Canister; British Canister has none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +282,7 @@ def _spec(cls: type[Any]) -> dict[str, FieldSpec]:
         "str | None": "str?",
         "int | None": "int?",
         "bool | str | None": "bool|str?",
+        "bool | None": "bool?",
     }
     out: dict[str, FieldSpec] = {}
     for f in fields(cls):
@@ -523,6 +527,8 @@ class RaceOver(_Wire):
     """To spectators: every player's final board, by player id."""
     bot: bool | None = None
     """True for a daily attempt by a client that said it is a bot (the bots' board)."""
+    par: int | None = None
+    """The length of the solver's winning line, where the deal was certified winnable."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,9 @@ NODE_FLAGS = {
     "max_write_buffer": ("BYTES", 1),
     "daily_flag_median_ms": ("MS", 0),
     "daily_flag_min_moves": ("N", 0),
+    "deal_pool_size": ("N", 0),
+    "solver_budget_s": ("S", 0.01),
+    "solver_workers": ("N", 1),
 }
 
 
@@ -98,6 +101,13 @@ def register(subparsers: Any) -> None:
         default=60.0,
         metavar="SECONDS",
         help="how long a dropped player may resume (60)",
+    )
+    parser.add_argument(
+        "--winnable-default",
+        action=argparse.BooleanOptionalAction,
+        default=ServerConfig().winnable_default,
+        help="rooms of Canfield, Rainbow Canfield and American Canister deal only deals the "
+        "solver certified winnable unless they ask otherwise (on)",
     )
     parser.add_argument(
         "--spectators-default",
@@ -288,6 +298,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         log_format=args.log_format,
         resume_grace_s=args.resume_grace,
         spectators_default=args.spectators_default,
+        winnable_default=args.winnable_default,
         budgets=_budgets(args),
         trusted_proxies=tuple(args.trusted_proxy),
         allowed_origins=tuple(args.allow_origin),

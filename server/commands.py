@@ -26,6 +26,7 @@ from ..protocol import (
     Sync,
 )
 from . import room as rooms
+from .deal_pool import CERTIFIABLE
 from .room import (
     MIN_SPECTATOR_DELAY,
     Outcome,
@@ -98,6 +99,14 @@ class RoomCommands:
                 raise ProtocolError(ErrorCode.BAD_SETTINGS, message)
         delay = self.spectator_delay(req.spectator_delay)
         grace = self.finish_grace(req.finish_grace, req.time_limit)
+        certifiable = req.variant in CERTIFIABLE
+        if req.winnable and not certifiable:
+            raise ProtocolError(
+                ErrorCode.BAD_SETTINGS,
+                "winnable: British Canister deals are almost never winnable (about 1.3 in a "
+                "million), so no deal of it is certified: its races are about cards banked",
+            )
+        winnable = certifiable and (cfg.winnable_default if req.winnable is None else req.winnable)
         return Settings(
             req.variant,
             req.max_players,
@@ -108,6 +117,7 @@ class RoomCommands:
             spectator_delay=rooms.DEFAULT_SPECTATOR_DELAY if delay is None else delay,
             finish=rooms.finish_mode(req.finish),
             finish_grace=rooms.DEFAULT_FINISH_GRACE if grace is None else grace,
+            winnable=winnable,
         )
 
     @staticmethod
@@ -146,6 +156,8 @@ class RoomCommands:
         settings = self._settings(req)
         self.check_capacity(session, None)
         await node.guard.spend(session, node.guard.rooms, node.now_ms())
+        if settings.winnable:
+            node.deals.warm(settings.variant)  # its first race's deal is on its way
         outcome = await self.store_new_room(settings, player_id, session.name)
         room = outcome.room
         assert room is not None
@@ -211,17 +223,34 @@ class RoomCommands:
 
     async def ready(self, session: Session, req: SetReady) -> None:
         """Say ready (or not); the race starts once every player (two or more) is."""
-        seed = secrets.randbits(SEED_BITS)
+        seed, par = await self._deal(session, req.ready)
         now = self.node.now_ms
         await self._lobby(
-            session, req.id, lambda r, p: rooms.set_ready(r, p, req.ready, now(), seed)
+            session, req.id, lambda r, p: rooms.set_ready(r, p, req.ready, now(), seed, par)
         )
 
     async def start(self, session: Session, req: StartRace) -> None:
         """The host starts the countdown."""
-        seed = secrets.randbits(SEED_BITS)
+        seed, par = await self._deal(session, None)
         now = self.node.now_ms
-        await self._lobby(session, req.id, lambda r, p: rooms.start(r, p, now(), seed))
+        await self._lobby(session, req.id, lambda r, p: rooms.start(r, p, now(), seed, par))
+
+    async def _deal(self, session: Session, ready: bool | None) -> tuple[int, int | None]:
+        """The seed of the race this command may start, and its par: a certified deal from
+        the pool if the room deals only winnable ones and the command starts its race
+        (:func:`rooms.will_start`), else any seed."""
+        node = self.node
+        code = session.room
+        room = None if code is None else node.record(code)
+        player_id = session.player_id
+        if (
+            room is not None
+            and player_id is not None
+            and room.settings.winnable
+            and rooms.will_start(room, player_id, ready)
+        ):
+            return await node.deals.take(room.settings.variant)
+        return secrets.randbits(SEED_BITS), None
 
     async def rematch(self, session: Session, req: Rematch) -> None:
         """Back to the lobby after a race, for a new deal."""
@@ -350,6 +379,8 @@ class RoomCommands:
         if room.state is RoomState.FINISHED:
             data["results"] = room.results
             data["seed"] = None if room.settings.daily else room.seed
+            if room.par is not None:
+                data["par"] = room.par
         return data
 
     async def spectator_boards(

@@ -166,6 +166,16 @@ class ServerConfig:
     """The spectator setting of a room whose creator names none (or sends the old ``true``):
     ``live``, ``delayed``, ``after`` or ``off``. A room's code is a link anyone may be sent,
     and ``after`` is the one setting that shows no board of a running race."""
+    winnable_default: bool = True
+    """Whether a room of a game the solver certifies (Canfield, Rainbow Canfield, American
+    Canister) deals only certified-winnable deals unless its creator says otherwise."""
+    deal_pool_size: int = 8
+    """Certified-winnable deals kept warm per game (in the store, shared by the nodes), so
+    that a winnable-only race starts at once; 0 certifies each when a race starts."""
+    solver_budget_s: float = 2.0
+    """CPU seconds the solver spends on one deal before giving up on it as unknown."""
+    solver_workers: int = 1
+    """Worker processes that certify deals (each a Python process of its own)."""
     max_spectator_delay_s: int = 300
     """The longest ``spectator_delay`` a room may ask for (the shortest is 10 seconds)."""
     resume_grace_s: float = 60.0

@@ -50,6 +50,7 @@ from .budgets import Guard
 from .commands import RoomCommands
 from .config import ServerConfig
 from .daily_commands import DailyCommands
+from .deal_pool import DealPool
 from .fanout import FanOut
 from .identity import Identity
 from .local_room import LocalRoom
@@ -114,6 +115,7 @@ class Node:
         self.moves = MovePath(self)
         self.fanout = FanOut(self)
         self.daily = DailyCommands(self)
+        self.deals = DealPool(self)
         self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
             Hello: self.identity.hello,
             CreateRoom: self.commands.create_room,
@@ -173,6 +175,7 @@ class Node:
             with contextlib.suppress(BackendUnavailable):
                 self.backend.note_alive(self.now_ms())
         self.accounts.close()
+        await self.deals.close()
         await self.backend.close()
 
     @property

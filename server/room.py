@@ -74,6 +74,7 @@ __all__ = [
     "standings",
     "start",
     "tick",
+    "will_start",
 ]
 
 Event = Members | Countdown | RaceStarted | Progress | RaceOver
@@ -194,6 +195,8 @@ class Settings:
     finish: Finish = Finish.EVERYONE
     """How the race ends: when everyone is done, or ``finish_grace`` s after the first win."""
     finish_grace: int = DEFAULT_FINISH_GRACE
+    winnable: bool = False
+    """Deal only deals the solver certified winnable (with every card known)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.spectators, SpectatorMode):  # a mode's name, or a boolean
@@ -213,6 +216,7 @@ class Settings:
             "countdown": self.countdown,
             "finish": self.finish.value,
             "finish_grace": self.finish_grace,
+            "winnable": self.winnable,
         }
         if self.daily is not None:
             data["daily"] = self.daily
@@ -279,6 +283,8 @@ class Room:
     deadline_ms: int | None = None
     players: dict[str, PlayerRace] = field(default_factory=dict)
     results: list[dict[str, Any]] = field(default_factory=list)
+    par: int | None = None
+    """The length of the solver's winning line of the race's deal, when it certified one."""
 
     def role_of(self, player_id: str) -> Role | None:
         """The member's role, or None if not a member."""
@@ -319,6 +325,7 @@ class Room:
                 for p, r in self.players.items()
             ],
             "results": self.results,
+            "par": self.par,
         }
 
     @classmethod
@@ -339,6 +346,7 @@ class Room:
             deadline_ms=data["deadline_ms"],
             players=players,
             results=data["results"],
+            par=data.get("par"),
         )
 
     def members_event(self, seq: int) -> Members:
@@ -478,6 +486,7 @@ def leave(room: Room, player_id: str, now_ms: int) -> Outcome:
                 state=TRANSITIONS[(room.state, "no_players")],
                 players={},
                 seed=None,
+                par=None,
                 starts_ms=None,
                 deadline_ms=None,
             )
@@ -590,7 +599,9 @@ def set_settings(
     return _emit(room, lambda r, seq: replace(r.members_event(seq), removed=removed or None))
 
 
-def set_ready(room: Room, player_id: str, ready: bool, now_ms: int, seed: int) -> Outcome:
+def set_ready(
+    room: Room, player_id: str, ready: bool, now_ms: int, seed: int, par: int | None = None
+) -> Outcome:
     """Set a player's ready flag; when every player (two or more) is ready, the race starts."""
     member = room.members.get(player_id)
     if member is None:
@@ -606,12 +617,28 @@ def set_ready(room: Room, player_id: str, ready: bool, now_ms: int, seed: int) -
     if len(players) >= 2 and all(members[p].ready for p in players):
         out = _emit(room, _members)
         assert out.room is not None
-        begun = _begin(out.room, now_ms, seed)
+        begun = _begin(out.room, now_ms, seed, par)
         return Outcome(begun.room, out.events + begun.events)
     return _emit(room, _members)
 
 
-def start(room: Room, player_id: str, now_ms: int, seed: int) -> Outcome:
+def will_start(room: Room, player_id: str, ready: bool | None = None) -> bool:
+    """Whether :func:`start` (``ready`` None) or :func:`set_ready` by ``player_id`` would
+    start the race now: so that a certified deal is taken only for a race it starts."""
+    if room.state is not RoomState.LOBBY or player_id not in room.members:
+        return False
+    if ready is None:
+        return room.host == player_id
+    players = room.player_ids()
+    return (
+        ready
+        and player_id in players
+        and len(players) >= 2
+        and all(room.members[p].ready for p in players if p != player_id)
+    )
+
+
+def start(room: Room, player_id: str, now_ms: int, seed: int, par: int | None = None) -> Outcome:
     """The host starts the countdown (or the race at once with a zero countdown)."""
     if player_id not in room.members:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
@@ -619,10 +646,10 @@ def start(room: Room, player_id: str, now_ms: int, seed: int) -> Outcome:
         raise _fail(ErrorCode.NOT_HOST, "only the host starts the race")
     if room.state is not RoomState.LOBBY:
         raise _fail(ErrorCode.WRONG_STATE, f"the room is in state {room.state.value}")
-    return _begin(room, now_ms, seed)
+    return _begin(room, now_ms, seed, par)
 
 
-def _begin(room: Room, now_ms: int, seed: int) -> Outcome:
+def _begin(room: Room, now_ms: int, seed: int, par: int | None = None) -> Outcome:
     countdown = room.settings.countdown
     deal = new_game(room.settings.variant, seed)
     # Canfield games deal one card home; a few deals are stuck before the first move
@@ -642,6 +669,7 @@ def _begin(room: Room, now_ms: int, seed: int) -> Outcome:
         state=TRANSITIONS[(room.state, "start")],
         race=room.race + 1,
         seed=seed,
+        par=par,
         starts_ms=now_ms + countdown * 1000,
         deadline_ms=now_ms + (countdown + room.settings.time_limit) * 1000,
         players=players,
@@ -904,6 +932,7 @@ def _finish(room: Room, why: str) -> Outcome:
             daily,
             r.settings.attempt or None,
             bot=True if daily and r.settings.bot else None,
+            par=r.par,
         ),
     )
 
@@ -926,6 +955,7 @@ def rematch(room: Room, player_id: str) -> Outcome:
         state=TRANSITIONS[(room.state, "rematch")],
         members=members,
         seed=None,
+        par=None,
         starts_ms=None,
         deadline_ms=None,
         players={},

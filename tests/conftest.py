@@ -132,12 +132,15 @@ async def start_server(tmp_path: Path, redis_url: str | None) -> AsyncIterator[S
             for name in ("data", *(f"data{n}" for n in range(2, 100)))
             if tmp_path / name not in busy
         )
+        # Tests choose their deals (e2e_support.deal_seed): rooms deal any seed unless a
+        # test asks for winnable deals (tests/server/test_winnable.py does).
         base = ServerConfig(
             port=0,
             data_dir=data_dir,
             redis_url=redis_url,
             progress_interval_s=0.0,
             budgets=LOOSE_BUDGETS,
+            winnable_default=False,
         )
         config = replace(base, **overrides)
         server = SolraceServer(Node(make_backend(config), config, clock=clock), config)

@@ -263,6 +263,21 @@ class Backend(ABC):
         """A player's logged moves in a race, in order, each with its time (ms since the
         race started)."""
 
+    # certified deals --------------------------------------------------------------------
+
+    @abstractmethod
+    async def put_certified(self, variant: str, seed: int, par: int) -> None:
+        """Add a certified-winnable deal (its seed and par) to ``variant``'s pool."""
+
+    @abstractmethod
+    async def take_certified(self, variant: str) -> tuple[int, int] | None:
+        """Take one deal out of ``variant``'s pool, ``(seed, par)``; None if it is empty
+        (no two takers ever get the same one)."""
+
+    @abstractmethod
+    async def certified_count(self, variant: str) -> int:
+        """How many certified deals ``variant``'s pool holds."""
+
     # spectator boards -------------------------------------------------------------------
 
     @abstractmethod

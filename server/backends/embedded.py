@@ -111,6 +111,12 @@ CREATE TABLE IF NOT EXISTS daily_removals (
     reason TEXT NOT NULL,
     removed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
+CREATE TABLE IF NOT EXISTS certified (
+    variant TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    par INTEGER NOT NULL,
+    PRIMARY KEY (variant, seed)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS results (
     code TEXT NOT NULL,
     race INTEGER NOT NULL,
@@ -621,6 +627,33 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         return boards
 
     # results ----------------------------------------------------------------------------
+
+    async def put_certified(self, variant: str, seed: int, par: int) -> None:
+        """Add the deal to the ``certified`` table."""
+        self._write().execute(
+            "INSERT OR IGNORE INTO certified (variant, seed, par) VALUES (?, ?, ?)",
+            (variant, str(seed), par),
+        )
+
+    async def take_certified(self, variant: str) -> tuple[int, int] | None:
+        """Delete one deal of ``variant`` from the table and return it."""
+        row = (
+            self._write()
+            .execute(
+                "DELETE FROM certified WHERE variant = ? AND seed = "
+                "(SELECT seed FROM certified WHERE variant = ? LIMIT 1) RETURNING seed, par",
+                (variant, variant),
+            )
+            .fetchone()
+        )
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    async def certified_count(self, variant: str) -> int:
+        """The rows of ``variant`` in the ``certified`` table."""
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM certified WHERE variant = ?", (variant,)
+        ).fetchone()
+        return int(row[0])
 
     async def save_results(
         self, code: str, race: int, variant: str, seed: int, results: list[dict[str, Any]]

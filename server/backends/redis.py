@@ -701,6 +701,30 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                 boards[_bytes(player_id).decode()] = view
         return boards
 
+    # certified deals --------------------------------------------------------------------
+
+    def _certified_key(self, variant: str) -> str:
+        return f"{self.prefix}:{{certified}}:{variant}"
+
+    async def put_certified(self, variant: str, seed: int, par: int) -> None:
+        """RPUSH ``seed:par`` onto the game's list."""
+        with self._guard():
+            await self._redis.rpush(self._certified_key(variant), f"{seed}:{par}")
+
+    async def take_certified(self, variant: str) -> tuple[int, int] | None:
+        """LPOP one ``seed:par`` off the game's list (atomic: no two nodes get one twice)."""
+        with self._guard():
+            item = await self._redis.lpop(self._certified_key(variant))
+        if not isinstance(item, bytes | str):  # None: the list is empty
+            return None
+        seed, par = _bytes(item).decode().split(":")
+        return int(seed), int(par)
+
+    async def certified_count(self, variant: str) -> int:
+        """LLEN of the game's list."""
+        with self._guard():
+            return int(await self._redis.llen(self._certified_key(variant)))
+
     # results ----------------------------------------------------------------------------
 
     async def save_results(

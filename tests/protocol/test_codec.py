@@ -472,6 +472,7 @@ def test_the_catalogue_spec_matches_the_dataclasses() -> None:
         "spectator_delay": ("int?", False),
         "finish": ("str?", False),
         "finish_grace": ("int?", False),
+        "winnable": ("bool?", False),
     }
     assert REQUESTS["set_settings"][1] == {
         "id": ("int", True),

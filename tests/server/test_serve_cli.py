@@ -158,6 +158,9 @@ def test_without_flags_a_node_runs_with_every_default() -> None:
         ("--max-write-buffer", "65536", lambda c: c.max_write_buffer),
         ("--daily-flag-median-ms", "90", lambda c: c.daily_flag_median_ms),
         ("--daily-flag-min-moves", "12", lambda c: c.daily_flag_min_moves),
+        ("--deal-pool-size", "3", lambda c: c.deal_pool_size),
+        ("--solver-budget-s", "0.5", lambda c: c.solver_budget_s),
+        ("--solver-workers", "2", lambda c: c.solver_workers),
         ("--budget-room-share-per-address", "0.5", lambda c: c.budgets.room_share_per_address),
     ],
 )

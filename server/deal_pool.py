@@ -1,0 +1,141 @@
+"""Certified-winnable deals, kept warm per game so that a "winnable deals only" race starts
+at once.
+
+The solver (:mod:`solrace.engine.solver`) decides, with every card known, whether a deal
+can be won; a deal it certifies comes with a winning line that the engine has replayed to
+a win, whose length is the race's *par*. Solving takes from milliseconds to seconds, so a
+node keeps a pool of certified seeds per game in its store (shared by every node on
+Redis) and tops it up in the background, in worker processes, never on the event loop.
+A game's pool is first filled when a room of that game asks for winnable deals; a race
+that finds its pool empty waits for one deal to be certified.
+
+Seeds in the pool are secret like any race's: they leave the server only in the results
+of the race that dealt them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import secrets
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
+
+import structlog
+
+from ..engine.solver import Outcome, Verdict, solve_deal
+from ..protocol import ErrorCode, ProtocolError
+
+if TYPE_CHECKING:
+    from .node import Node
+
+__all__ = ["CERTIFIABLE", "DealPool", "certify"]
+
+log = structlog.get_logger("solrace.server")
+
+CERTIFIABLE = frozenset({"canfield", "rainbow-canfield", "american-canister"})
+"""The games whose deals the solver decides within a couple of seconds; British Canister's
+are almost never winnable (about 1.3 deals in a million), so its races are about cards
+banked."""
+
+SEED_BITS = 53  # as a race's: every JSON reader keeps it exact
+BATCH = 8
+"""Deals a worker tries in one go, keeping the first it certifies (about 7 in 10 Canfield
+deals are winnable; few American Canister deals are, but most are decided at once)."""
+WAIT_S = 60.0
+"""The longest a race waits for a certified deal when its game's pool is empty."""
+
+
+def certify(variant: str, seed: int, budget_s: float) -> tuple[int, int] | None:
+    """``(seed, par)`` if the solver certifies the deal winnable within ``budget_s`` CPU
+    seconds (par: the winning line's length), else None. Runs in a worker process."""
+    outcome: Outcome = solve_deal(variant, seed, budget_s=budget_s)
+    if outcome.verdict is Verdict.WINNABLE and outcome.moves is not None:
+        return seed, len(outcome.moves)
+    return None
+
+
+def certify_first(variant: str, seeds: list[int], budget_s: float) -> tuple[int, int] | None:
+    """The first of ``seeds`` that :func:`certify` certifies, or None."""
+    for seed in seeds:
+        found = certify(variant, seed, budget_s)
+        if found is not None:
+            return found
+    return None
+
+
+class DealPool:
+    """A node's share of the certified deals: taken for races, topped up in workers."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        config = node.config
+        self.size = config.deal_pool_size
+        self.budget_s = config.solver_budget_s
+        self.workers = config.solver_workers
+        self._executor: ProcessPoolExecutor | None = None
+        self._filling: dict[str, asyncio.Task[None]] = {}
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            # Spawned, not forked: a fork of a process with an event loop, sockets and
+            # threads running would copy them all.
+            context = multiprocessing.get_context("spawn")
+            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        return self._executor
+
+    async def _certify(self, variant: str) -> tuple[int, int] | None:
+        """A few fresh deals tried in a worker: the first certified, ``(seed, par)``."""
+        seeds = [secrets.randbits(SEED_BITS) for _ in range(BATCH)]
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool(), certify_first, variant, seeds, self.budget_s
+        )
+
+    def warm(self, variant: str) -> None:
+        """Start topping up ``variant``'s pool, unless it is being topped up already."""
+        if variant not in CERTIFIABLE or self.size <= 0 or self.node.stopped:
+            return
+        task = self._filling.get(variant)
+        if task is None or task.done():
+            task = self._filling[variant] = asyncio.ensure_future(self._fill(variant))
+
+    async def _fill(self, variant: str) -> None:
+        backend = self.node.backend
+        try:
+            while not self.node.stopped and await backend.certified_count(variant) < self.size:
+                found = await self._certify(variant)
+                if found is not None:
+                    await backend.put_certified(variant, *found)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a store or worker failure: the next race that asks tries again
+            log.warning("deal_pool_fill_failed", variant=variant, exc_info=True)
+
+    async def take(self, variant: str) -> tuple[int, int]:
+        """A certified deal of ``variant`` for a race, ``(seed, par)``: from the pool, else
+        certified now (the race waits); raise ProtocolError(UNAVAILABLE) if none is found."""
+        found = await self.node.backend.take_certified(variant)
+        self.warm(variant)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + WAIT_S
+        while found is None and loop.time() < until:
+            found = await self._certify(variant)
+        if found is None:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "no winnable deal could be certified now; try again"
+            )
+        return found
+
+    async def close(self) -> None:
+        """Stop topping up and let the workers go."""
+        for task in self._filling.values():
+            task.cancel()
+        for task in self._filling.values():
+            with contextlib.suppress(BaseException):  # cancelled or failed: gone either way
+                await task
+        self._filling = {}
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

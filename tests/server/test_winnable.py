@@ -1,0 +1,135 @@
+"""Winnable deals only: rooms that deal certified deals from a warm pool, on both backends,
+with the certified line's length as par in the results."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from conftest import TIMEOUT, RunningServer, ServerFactory
+from test_backends import open_backend
+
+from solrace.client import Client, ServerError
+from solrace.engine.solver import Verdict, solve_deal
+from solrace.server import Backend
+from solrace.server.deal_pool import CERTIFIABLE, certify
+
+
+@pytest.fixture
+async def backend(
+    backend_kind: str, redis_url: str | None, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    started = open_backend(backend_kind, redis_url, tmp_path)
+    await started.start()
+    yield started
+    await started.close()
+
+
+async def test_the_pool_hands_each_certified_deal_out_once(backend: Backend) -> None:
+    assert await backend.take_certified("canfield") is None
+    for seed in range(10, 20):
+        await backend.put_certified("canfield", seed, 100 + seed)
+    await backend.put_certified("rainbow-canfield", 99, 80)
+    assert await backend.certified_count("canfield") == 10
+    taken = await asyncio.gather(*(backend.take_certified("canfield") for _ in range(12)))
+    got = [t for t in taken if t is not None]
+    assert sorted(got) == [(seed, 100 + seed) for seed in range(10, 20)]
+    assert taken.count(None) == 2
+    assert await backend.certified_count("canfield") == 0
+    assert await backend.take_certified("rainbow-canfield") == (99, 80)
+
+
+def test_certify_keeps_only_deals_the_solver_wins() -> None:
+    won = lost = 0
+    for seed in range(1, 12):
+        found = certify("canfield", seed, 1.0)
+        outcome = solve_deal("canfield", seed, budget_s=1.0)
+        if outcome.verdict is Verdict.WINNABLE:
+            assert outcome.moves is not None and found == (seed, len(outcome.moves))
+            won += 1
+        else:
+            assert found is None
+            lost += 1
+    assert won and lost  # the sample has both kinds
+
+
+async def _race(host: Client, other: Client, first: bool) -> dict[str, object]:
+    """One race of the room: the first started by the host, a rematch by both being
+    ready; both resign; its race_over event."""
+    if first:
+        await host.start()
+    else:
+        await host.rematch()
+        await other.ready()  # the last one ready starts it
+    await host.next_event("race_started", timeout=4 * TIMEOUT)
+    await other.next_event("race_started", timeout=4 * TIMEOUT)
+    await other.resign()
+    await host.resign()
+    over = await host.next_event("race_over", timeout=TIMEOUT)
+    await other.next_event("race_over", timeout=TIMEOUT)
+    return over
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> RunningServer:
+    return await start_server(winnable_default=True, deal_pool_size=2, solver_budget_s=1.0)
+
+
+async def test_a_winnable_room_deals_only_certified_deals_with_par(server: RunningServer) -> None:
+    async with (
+        Client(server.url, name="ann", request_timeout=4 * TIMEOUT) as ann,
+        Client(server.url, name="bob", request_timeout=4 * TIMEOUT) as bob,
+    ):
+        room = await ann.create_room("canfield", countdown=0)
+        assert room["settings"]["winnable"] is True  # the server's default for Canfield
+        await bob.join(room["code"])
+        seeds = set()
+        for n in range(3):
+            over = await _race(ann, bob, n == 0)
+            seed, par = over["seed"], over["par"]
+            assert isinstance(seed, int) and isinstance(par, int) and par > 0
+            seeds.add(seed)
+            # The deal is winnable: the solver, asked again, finds a line as long as par.
+            outcome = solve_deal("canfield", seed, budget_s=5.0)
+            assert outcome.verdict is Verdict.WINNABLE
+            assert outcome.moves is not None and len(outcome.moves) == par
+            snapshot = await ann.sync()
+            assert snapshot["par"] == par and snapshot["seed"] == seed
+        assert len(seeds) == 3
+    # The pool is topped up behind the races, in the solver's worker.
+    async with asyncio.timeout(4 * TIMEOUT):
+        while await server.node.backend.certified_count("canfield") < 2:
+            await asyncio.sleep(0.05)
+
+
+async def test_winnable_is_a_choice_and_british_canister_has_none(server: RunningServer) -> None:
+    async with Client(server.url, name="cy", request_timeout=TIMEOUT) as cy:
+        room = await cy.create_room("canfield", winnable=False)
+        assert room["settings"]["winnable"] is False
+        await cy.leave()
+        room = await cy.create_room("british-canister")
+        assert room["settings"]["winnable"] is False
+        await cy.leave()
+        with pytest.raises(ServerError) as refused:
+            await cy.create_room("british-canister", winnable=True)
+        assert refused.value.code == "bad_settings"
+        assert "cards banked" in str(refused.value)
+    assert "british-canister" not in CERTIFIABLE
+
+
+async def test_a_race_that_finds_the_pool_empty_waits_for_one_deal(
+    start_server: ServerFactory,
+) -> None:
+    server = await start_server(winnable_default=True, deal_pool_size=0, solver_budget_s=1.0)
+    async with Client(server.url, name="dee", request_timeout=4 * TIMEOUT) as dee:
+        await dee.create_room("american-canister", countdown=0, max_players=1)
+        await dee.start()
+        await dee.next_event("race_started", timeout=4 * TIMEOUT)
+        await dee.resign()
+        over = await dee.next_event("race_over", timeout=TIMEOUT)
+    outcome = solve_deal("american-canister", over["seed"], budget_s=5.0)
+    assert outcome.verdict is Verdict.WINNABLE and outcome.moves is not None
+    assert over["par"] == len(outcome.moves)
+    assert await server.node.backend.certified_count("american-canister") == 0
