@@ -65,6 +65,7 @@ async def node(workdir: Path, redis_url: str | None) -> AsyncIterator[int]:
     port = free_port()
     command = [sys.executable, "-m", "solrace", "serve", "--port", str(port)]
     command += ["--data-dir", str(workdir / "data"), "--trusted-proxy", "127.0.0.1"]
+    command += ["--no-winnable-default"]  # the canary's latency, not a solver worker's CPU
     if redis_url:
         command += ["--redis", redis_url]
     log = (workdir / "node.log").open("wb")

@@ -112,6 +112,7 @@ async def _node(redis_url: str, progress_interval: float | None) -> None:
         redis_url=redis_url,
         limits=Limits(messages_per_second=1e9, burst=1 << 30),
         budgets=Budgets.lifted(),
+        winnable_default=False,  # the move path is measured, not a solver worker's CPU
     )
     if progress_interval is not None:
         config = replace(config, progress_interval_s=progress_interval)

@@ -152,6 +152,7 @@ async def _serve(args: argparse.Namespace) -> None:
             data_dir=data_dir,
             limits=Limits(messages_per_second=1e9, burst=1 << 30),
             budgets=Budgets.lifted(),
+            winnable_default=False,  # the move path is measured, not a solver worker's CPU
         )
         solrace = SolraceServer(Node(make_backend(config), config), config)
         await solrace.start()

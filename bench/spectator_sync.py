@@ -57,6 +57,7 @@ async def _serve(port: int, data_dir: str, redis_url: str | None) -> None:
         redis_url=redis_url,
         limits=Limits(messages_per_second=1e9, burst=1 << 30),
         budgets=Budgets.lifted(),
+        winnable_default=False,  # the move path is measured, not a solver worker's CPU
     )
     server = SolraceServer(Node(make_backend(config), config), config)
     await server.start()

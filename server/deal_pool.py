@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import secrets
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
@@ -56,6 +57,12 @@ def certify(variant: str, seed: int, budget_s: float) -> tuple[int, int] | None:
     return None
 
 
+def _worker_start() -> None:
+    """A certifying worker yields the CPU to the node: its event loop comes first."""
+    with contextlib.suppress(OSError):
+        os.nice(10)
+
+
 def certify_first(variant: str, seeds: list[int], budget_s: float) -> tuple[int, int] | None:
     """The first of ``seeds`` that :func:`certify` certifies, or None."""
     for seed in seeds:
@@ -82,7 +89,9 @@ class DealPool:
             # Spawned, not forked: a fork of a process with an event loop, sockets and
             # threads running would copy them all.
             context = multiprocessing.get_context("spawn")
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=context, initializer=_worker_start
+            )
         return self._executor
 
     async def _certify(self, variant: str) -> tuple[int, int] | None:
@@ -92,6 +101,13 @@ class DealPool:
         return await loop.run_in_executor(
             self._pool(), certify_first, variant, seeds, self.budget_s
         )
+
+    def start(self) -> None:
+        """Top up every certifiable game's pool now, if rooms deal winnable deals by
+        default: the first race of each then starts at once too."""
+        if self.node.config.winnable_default:
+            for variant in sorted(CERTIFIABLE):
+                self.warm(variant)
 
     def warm(self, variant: str) -> None:
         """Start topping up ``variant``'s pool, unless it is being topped up already."""

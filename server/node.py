@@ -150,6 +150,7 @@ class Node:
             await self.commands.recover()
             self._note_alive()
         self._prune()
+        self.deals.start()
 
     async def stop(self) -> None:
         """Report waiting standings, cancel timers and tasks, then close the backend."""

@@ -52,7 +52,10 @@ class NodeProcess:
         command = [sys.executable, "-m", "solrace", "serve", "--port", str(self.port)]
         if self.redis_url is not None:
             command += ["--redis", self.redis_url]
-        command += ["--resume-grace", "60", "--data-dir", str(self.data_dir), *self.options]
+        command += ["--resume-grace", "60", "--data-dir", str(self.data_dir)]
+        # These nodes race random deals; a node dealing winnable ones would keep a solver
+        # worker busy filling its pools (tests/server/test_winnable.py covers those).
+        command += ["--no-winnable-default", *self.options]
         with (self.directory / "node.log").open("ab") as log:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory

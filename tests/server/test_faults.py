@@ -428,12 +428,12 @@ async def test_a_game_rebuilt_twice_at_once_keeps_the_move_played_in_between(
 
     # A room task (a resync's snapshot, a race start's fan-out) starts rebuilding the game
     # and is slow to read the log; meanwhile the player's move rebuilds it too and plays.
-    read_moves = node.backend.read_moves
+    read_moves = node.backend.read_timed_moves
     release = asyncio.Event()
     read = asyncio.Event()
     calls = 0
 
-    async def slow_once(code: str, race: int, player_id: str) -> list[str]:
+    async def slow_once(code: str, race: int, player_id: str) -> list[tuple[str, int]]:
         nonlocal calls
         calls += 1
         moves = await read_moves(code, race, player_id)
@@ -442,7 +442,7 @@ async def test_a_game_rebuilt_twice_at_once_keeps_the_move_played_in_between(
             await release.wait()
         return moves
 
-    monkeypatch.setattr(node.backend, "read_moves", slow_once)
+    monkeypatch.setattr(node.backend, "read_timed_moves", slow_once)
     assert alice.player_id is not None
     rebuild = asyncio.ensure_future(node.moves.game(held, held.record, alice.player_id))
     await asyncio.wait_for(read.wait(), TIMEOUT)

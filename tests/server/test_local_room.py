@@ -137,13 +137,19 @@ async def test_a_spectator_of_a_long_game_on_another_node_never_replays_its_log(
         await progress_until(eve, raw.player_id, len(moves))
 
         reads: list[str] = []
-        read_moves = watching.node.backend.read_moves
+        backend = watching.node.backend
+        read_moves, read_timed_moves = backend.read_moves, backend.read_timed_moves
 
         async def counted(code: str, race: int, player_id: str) -> list[str]:
             reads.append(player_id)
             return await read_moves(code, race, player_id)
 
-        monkeypatch.setattr(watching.node.backend, "read_moves", counted)
+        async def counted_timed(code: str, race: int, player_id: str) -> list[tuple[str, int]]:
+            reads.append(player_id)
+            return await read_timed_moves(code, race, player_id)
+
+        monkeypatch.setattr(backend, "read_moves", counted)
+        monkeypatch.setattr(backend, "read_timed_moves", counted_timed)
         snapshots = [await eve.sync() for _ in range(100)]
         assert reads == [], "a spectator's sync replayed the player's log"
     await raw.close()
