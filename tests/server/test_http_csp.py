@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, RunningServer, ServerFactory
+from conftest import TIMEOUT, RunningServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -52,11 +52,6 @@ def backend_kind() -> str:
     return "embedded"
 
 
-@pytest.fixture
-async def server(start_server: ServerFactory) -> RunningServer:
-    """A node whose rooms show spectators every board as it is played: the page has no
-    spectator setting of its own yet (it sends the old ``spectators: true``)."""
-    return await start_server(spectators_default="live")
 
 
 def tid(name: str) -> str:
@@ -140,6 +135,7 @@ async def test_a_race_and_the_daily_page_raise_no_csp_violation(watched: Watched
     await page_has_home(alice)
     await alice.select_option(tid("variant"), "canfield")
     await alice.fill(tid("countdown-setting"), "1")
+    await alice.select_option(tid("spectators"), "live")  # every board shown, as played
     await alice.click(tid("create-room"))
     await expect(alice.locator(tid("room"))).to_be_visible()
     code = (await alice.text_content(tid("room-code"))) or ""
