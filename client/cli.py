@@ -25,7 +25,14 @@ def register(subparsers: Any) -> None:
     play.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
     play.add_argument("--name", default=None, help="display name (your login name)")
     play.add_argument("--join", metavar="CODE", help="join this room instead of creating one")
-    play.add_argument("--variant", choices=sorted(VARIANTS), default="canfield")
+    play.add_argument(
+        "--game",
+        "--variant",
+        dest="variant",
+        choices=sorted(VARIANTS),
+        default="canfield",
+        help="the game of the new room (canfield)",
+    )
     play.add_argument("--max-players", type=int, default=4)
     play.add_argument("--time-limit", type=int, default=900, metavar="SECONDS")
     play.add_argument("--countdown", type=int, default=3, metavar="SECONDS")
@@ -43,6 +50,27 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="SECONDS",
         help="how late a delayed room shows the boards (10 to 300; 30)",
+    )
+    play.add_argument(
+        "--winnable",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="deal only deals the server's solver certified winnable, with par in the results "
+        "(the server's default: on for every game but british-canister, which has none)",
+    )
+    play.add_argument(
+        "--finish",
+        choices=("everyone", "first"),
+        default=None,
+        help="how the race ends: when everyone's game is over (the default), or a grace "
+        "after the first win",
+    )
+    play.add_argument(
+        "--finish-grace",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="how long a 'first' race goes on after the first win (30)",
     )
     play.add_argument("--no-color", action="store_true", help="no ANSI colours")
     play.set_defaults(func=_play)
@@ -78,7 +106,7 @@ def _play(args: argparse.Namespace) -> int:
     from .terminal import StdConsole, play
 
     name = args.name or getpass.getuser()
-    settings = {
+    settings: dict[str, Any] = {
         "max_players": args.max_players,
         "time_limit": args.time_limit,
         "countdown": args.countdown,
@@ -88,6 +116,9 @@ def _play(args: argparse.Namespace) -> int:
         settings["spectators"] = args.spectators
     if args.spectator_delay is not None:
         settings["spectator_delay"] = args.spectator_delay
+    for key in ("winnable", "finish", "finish_grace"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
     color = _color(args)
     return asyncio.run(
         play(

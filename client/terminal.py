@@ -19,8 +19,10 @@ __all__ = [
     "StdConsole",
     "play",
     "render_progress",
+    "render_race",
     "render_results",
     "render_spectators",
+    "render_standings",
     "render_view",
     "watch",
 ]
@@ -34,6 +36,17 @@ HELP = (
 SPECTATORS_HELP = (
     "the host sets who may watch, in the lobby: 'spectators live', 'spectators delayed 30'"
     " (seconds), 'spectators after' or 'spectators off'"
+)
+FINISH_HELP = (
+    "the host sets how the race ends, in the lobby or after a race: 'finish everyone'"
+    " (when every player is done) or 'finish first 30' (seconds after the first win)"
+)
+STUCK_UNDO = "No move left: undo (u) or resign (q/resign)"
+STUCK_OVER = "No move left: your game is over"
+MAY_LEAVE = "You may leave (q) or keep watching the standings until the race is over."
+BRITISH_CANISTER = (
+    "British Canister deals are almost never winnable (about 1.3 in a million):"
+    " its races are about cards banked."
 )
 
 
@@ -102,13 +115,39 @@ def render_moves(legal: Sequence[str]) -> str:
     return "moves: " + "  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1))
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, … 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def render_progress(standing: dict[str, Any], names: dict[str, str]) -> str:
-    """One player's standing (an entry of a progress event) as a line."""
+    """One player's standing (an entry of a progress event) as a line; a winner's with
+    their place."""
     name = names.get(standing["player_id"], standing["player_id"])
     bar = "#" * (standing["banked"] * 20 // 52)
+    status = standing["status"]
+    if status == "won" and standing.get("place"):
+        status = f"won {ordinal(standing['place'])}"
     return (
         f"{name:>12} [{bar:<20}] {standing['banked']:2}/52  moves {standing['moves']:3}  "
-        f"{standing['status']}  {standing['elapsed_ms'] / 1000:.1f}s"
+        f"{status}  {standing['elapsed_ms'] / 1000:.1f}s"
+    )
+
+
+def _standing_order(standing: dict[str, Any]) -> tuple[int, int, int]:
+    """Winners by place (or time), then the others by cards banked (more first), then time."""
+    if standing["status"] == "won":
+        return (0, standing.get("place") or 0, standing["elapsed_ms"])
+    return (1, -standing["banked"], standing["elapsed_ms"])
+
+
+def render_standings(standings: Sequence[dict[str, Any]], names: dict[str, str]) -> str:
+    """Every player's standing, sorted by place: winners by place, then the others by
+    cards banked, then time."""
+    rows = sorted(standings, key=_standing_order)
+    return "\n".join(
+        ["standings:", *(f"{i:3}. {render_progress(s, names)}" for i, s in enumerate(rows, 1))]
     )
 
 
@@ -126,6 +165,29 @@ def render_spectators(settings: dict[str, Any]) -> str:
     return f"spectators: {mode}"
 
 
+def render_race(settings: dict[str, Any]) -> str:
+    """The room's deals (winnable only or any) and how its race ends, as everyone in the
+    room is shown them; empty for a server that has neither setting."""
+    parts = []
+    winnable = settings.get("winnable")
+    if winnable is True:
+        parts.append("winnable deals only (the results give par)")
+    elif winnable is False:
+        parts.append("any deal, winnable or not")
+    finish = settings.get("finish")
+    if finish == "first":
+        parts.append(
+            f"first to finish (the race ends {settings.get('finish_grace')} s after the first win)"
+        )
+    elif finish == "everyone":
+        parts.append(
+            "everyone finishes (the race ends when every player is done, or at the time limit)"
+        )
+    elif finish is not None:
+        parts.append(f"finish: {finish}")
+    return "race: " + "; ".join(parts) if parts else ""
+
+
 def render_results(event: dict[str, Any]) -> str:
     """The ranked results of a race, with the revealed seed."""
     if event.get("daily"):
@@ -139,6 +201,8 @@ def render_results(event: dict[str, Any]) -> str:
             f"{r['rank']:3}. {r['name']:<16} {r['status']:<11} banked {r['banked']:2}  "
             f"moves {r['moves']:3}  {r['time_ms'] / 1000:.1f}s"
         )
+    if event.get("par") is not None:
+        lines.append(f"par {event['par']} moves: the solver's winning line")
     return "\n".join(lines)
 
 
@@ -152,14 +216,25 @@ class _Session:
         self.names: dict[str, str] = {}
         self.racing = False
         self.finished = asyncio.Event()
-        self.spectators: str | None = None  # the setting line last shown
+        self.settings: dict[str, Any] = {}
+        self.spectators: str | None = None  # the setting lines last shown
+        self.race_line: str | None = None
+        self.standings: dict[str, dict[str, Any]] = {}  # of this race, by player id
+        self.done = False  # this player's game of this race is over
+        self.ends_told = False  # a first-to-finish race's end was told
 
     def show_spectators(self, settings: dict[str, Any]) -> None:
-        """Show the room's spectator setting, when it is new or has changed."""
+        """Show the room's settings (who may watch, its deals and how its race ends), each
+        when it is new or has changed."""
+        self.settings = settings
         line = render_spectators(settings)
         if line != self.spectators:
             self.spectators = line
             self.console.write(line)
+        race = render_race(settings)
+        if race and race != self.race_line:
+            self.race_line = race
+            self.console.write(race)
 
     def show_boards(self, boards: dict[str, Any], note: str = "") -> None:
         for player_id, board in boards.items():
@@ -173,6 +248,102 @@ class _Session:
         self.console.write(render_view(view, color=self.color))
         if view["status"] == "playing":
             self.console.write(render_moves(view.get("legal", [])))
+        elif view["status"] == "stuck" and view.get("can_undo"):
+            # Where undo is allowed, stuck is not the end: the player may undo or resign.
+            self.console.write(STUCK_UNDO)
+            if view.get("legal"):
+                self.console.write(render_moves(view["legal"]))
+        elif view["status"] == "stuck":
+            self.console.write(STUCK_OVER)
+
+    def game_goes_on(self) -> bool:
+        """Whether this player's game of the running race is not over yet (a stuck game
+        where undo is allowed goes on)."""
+        view = self.client.view
+        if not self.racing or view is None:
+            return False
+        return view["status"] == "playing" or (
+            view["status"] == "stuck" and bool(view.get("can_undo"))
+        )
+
+    def show_standings(self) -> None:
+        self.console.write(render_standings(list(self.standings.values()), self.names))
+
+    def on_race_started(self, event: dict[str, Any]) -> None:
+        self.racing, self.done, self.ends_told = True, False, False
+        self.names.update({p["player_id"]: p["name"] for p in event["players"]})
+        banked = (event.get("view") or {}).get("banked", 0)
+        self.standings = {
+            p["player_id"]: {
+                "player_id": p["player_id"],
+                "banked": banked,
+                "moves": 0,
+                "status": "playing",
+                "elapsed_ms": 0,
+            }
+            for p in event["players"]
+        }
+        self.console.write(f"race {event['race']} started: {event['variant']}")
+        if "boards" in event:
+            self.show_boards(event["boards"])
+        elif "view" in event:
+            self.show_board()
+        else:
+            self.console.write("the boards are shown once the race is over")
+
+    def on_progress(self, event: dict[str, Any]) -> None:
+        me = self.client.player_id
+        was_done = self.done
+        for standing in event["players"]:
+            player_id = standing["player_id"]
+            self.standings[player_id] = {k: v for k, v in standing.items() if k != "view"}
+            if "view" in standing:
+                self.console.write(f"--- {self.names.get(player_id, player_id)}")
+                self.console.write(render_view(standing["view"], color=self.color))
+            elif player_id != me and not was_done:
+                self.console.write(render_progress(standing, self.names))
+            if player_id == me:
+                self.on_own_standing(standing)
+            if standing["status"] == "won":
+                self.on_win(standing)
+        if was_done and self.racing:
+            self.show_standings()  # a finished player watches the standings, by place
+
+    def on_own_standing(self, standing: dict[str, Any]) -> None:
+        """This player's own standing: a win is told with its place, and a game that is
+        over lets the player leave or watch."""
+        status = standing["status"]
+        if self.done or not self.racing:
+            return
+        if status == "won":
+            place = standing.get("place")
+            if place:
+                of = f" of {len(self.standings)}" if len(self.standings) > 1 else ""
+                self.console.write(f"You finished {ordinal(place)}{of}: all 52 cards are home!")
+            else:
+                self.console.write("You finished: all 52 cards are home!")
+        elif status == "resigned":
+            self.console.write("You resigned.")
+        elif status != "stuck" or self.settings.get("undo", True):
+            return  # playing, or stuck where undo is allowed: the game goes on
+        self.done = True
+        if len(self.standings) > 1:
+            self.show_standings()
+            self.console.write(MAY_LEAVE)
+
+    def on_win(self, standing: dict[str, Any]) -> None:
+        """In a first-to-finish room, the first win brings the race's end forward."""
+        if self.ends_told or self.settings.get("finish") != "first" or len(self.standings) < 2:
+            return
+        self.ends_told = True
+        name = (
+            "you"
+            if standing["player_id"] == self.client.player_id
+            else self.names.get(standing["player_id"], standing["player_id"])
+        )
+        self.console.write(
+            f"first to finish: {name} won, the race ends in {self.settings.get('finish_grace')} s"
+        )
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -197,23 +368,9 @@ class _Session:
         elif kind == "countdown":
             self.console.write(f"the race starts in {event['seconds']} s")
         elif kind == "race_started":
-            self.racing = True
-            self.names.update({p["player_id"]: p["name"] for p in event["players"]})
-            self.console.write(f"race {event['race']} started: {event['variant']}")
-            if "boards" in event:
-                self.show_boards(event["boards"])
-            elif "view" in event:
-                self.show_board()
-            else:
-                self.console.write("the boards are shown once the race is over")
+            self.on_race_started(event)
         elif kind == "progress":
-            for standing in event["players"]:
-                player_id = standing["player_id"]
-                if "view" in standing:
-                    self.console.write(f"--- {self.names.get(player_id, player_id)}")
-                    self.console.write(render_view(standing["view"], color=self.color))
-                elif player_id != me:
-                    self.console.write(render_progress(standing, self.names))
+            self.on_progress(event)
         elif kind == "boards":
             self.show_boards(event["boards"], f" ({event['delay']} s ago)")
         elif kind == "race_over":
@@ -243,6 +400,7 @@ class _Session:
             return True
         if text in ("q", "quit", "exit"):
             return False
+        words = text.split()
         try:
             if text == "help":
                 self.console.write(HELP)
@@ -252,13 +410,18 @@ class _Session:
                 await self.client.start()
             elif text == "rematch":
                 await self.client.rematch()
-            elif text.split()[0] == "spectators":
-                words = text.split()
+            elif words[0] == "spectators":
                 if len(words) not in (2, 3) or (len(words) == 3 and not words[2].isdigit()):
                     self.console.write(SPECTATORS_HELP)
                 else:
                     delay = int(words[2]) if len(words) == 3 else None
                     await self.client.set_settings(words[1], delay)
+            elif words[0] == "finish":
+                if len(words) not in (2, 3) or (len(words) == 3 and not words[2].isdigit()):
+                    self.console.write(FINISH_HELP)
+                else:
+                    grace = int(words[2]) if len(words) == 3 else None
+                    await self.client.set_settings(finish=words[1], finish_grace=grace)
             elif text == "resign":
                 await self.client.resign()
             elif text in ("board", "b"):
@@ -284,6 +447,11 @@ async def _run(session: _Session, *, interactive: bool) -> int:
             if interactive:
                 line = await session.console.read_line()
                 if line is None or not await session.command(line):
+                    if session.game_goes_on():
+                        # Quitting a game that goes on resigns it: the race need not wait.
+                        with contextlib.suppress(ServerError):
+                            await session.client.resign()
+                            session.console.write("You resigned.")
                     break
             else:
                 await session.finished.wait()
@@ -325,10 +493,12 @@ async def play(
         return 1
     console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
     console.write("type 'ready' when you are (the host may type 'start'); 'help' lists moves")
+    _british_canister(console, room["settings"]["variant"])
     session = _Session(client, console, color)
     session.show_spectators(room["settings"])
     if room.get("host") == client.player_id:
         console.write(SPECTATORS_HELP)
+        console.write(FINISH_HELP)
     session.names = {m["player_id"]: m["name"] for m in room["members"]}
     return await _run(session, interactive=True)
 
@@ -356,6 +526,12 @@ def render_board(board: dict[str, Any]) -> str:
     if board.get("seed") is not None:
         lines.append(f"seed: {board['seed']}")
     return "\n".join(lines)
+
+
+def _british_canister(console: Console, variant: str) -> None:
+    """Say plainly, once, what a British Canister race is about."""
+    if variant == "british-canister":
+        console.write(BRITISH_CANISTER)
 
 
 def _stale_login(console: Console, error: Exception, token: str | None) -> None:
@@ -387,7 +563,9 @@ async def daily(
     ranked = "ranked" if settings["attempt"] == 1 else "not ranked: your ranked try was the first"
     console.write(f"daily {variant} {settings['daily']}, attempt {settings['attempt']} ({ranked})")
     console.write(f"{settings['time_limit'] // 60} minutes, no undo. {HELP}")
+    _british_canister(console, variant)
     session = _Session(client, console, color)
+    session.settings = settings
     session.show_board()
     pump = asyncio.ensure_future(session.pump())
     reader: asyncio.Task[str | None] | None = None
@@ -440,6 +618,7 @@ async def watch(
         await client.close()
         return 1
     console.write(f"watching room {room['code']} ({room['settings']['variant']})")
+    _british_canister(console, room["settings"]["variant"])
     session = _Session(client, console, color)
     session.show_spectators(room["settings"])
     session.names = {m["player_id"]: m["name"] for m in room["members"]}
