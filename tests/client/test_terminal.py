@@ -27,11 +27,12 @@ class ScriptedConsole:
     def type(self, line: str) -> None:
         self.lines.put_nowait(line)
 
-    async def shows(self, pattern: str) -> re.Match[str]:
-        """Wait until a line on the screen matches ``pattern``; return the match."""
+    async def shows(self, pattern: str, since: int = 0) -> re.Match[str]:
+        """Wait until a line on the screen (from line ``since`` on) matches ``pattern``;
+        return the match."""
         async with asyncio.timeout(TIMEOUT):
             while True:
-                for line in self.screen:
+                for line in self.screen[since:]:
                     match = re.search(pattern, line)
                     if match:
                         return match
