@@ -110,6 +110,13 @@ def register(subparsers: Any) -> None:
         "solver certified winnable unless they ask otherwise (on)",
     )
     parser.add_argument(
+        "--daily-winnable",
+        action=argparse.BooleanOptionalAction,
+        default=ServerConfig().daily_winnable,
+        help="the daily deal of Canfield, Rainbow Canfield and American Canister is "
+        "certified winnable, its par revealed with its seed (on)",
+    )
+    parser.add_argument(
         "--spectators-default",
         choices=("live", "delayed", "after", "off"),
         default=ServerConfig().spectators_default,
@@ -299,6 +306,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         resume_grace_s=args.resume_grace,
         spectators_default=args.spectators_default,
         winnable_default=args.winnable_default,
+        daily_winnable=args.daily_winnable,
         budgets=_budgets(args),
         trusted_proxies=tuple(args.trusted_proxy),
         allowed_origins=tuple(args.allow_origin),

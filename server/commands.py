@@ -379,7 +379,7 @@ class RoomCommands:
         if room.state is RoomState.FINISHED:
             data["results"] = room.results
             data["seed"] = None if room.settings.daily else room.seed
-            if room.par is not None:
+            if room.par is not None and not room.settings.daily:  # a daily's: with its seed
                 data["par"] = room.par
         return data
 

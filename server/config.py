@@ -169,6 +169,9 @@ class ServerConfig:
     winnable_default: bool = True
     """Whether a room of a game the solver certifies (Canfield, Rainbow Canfield, American
     Canister) deals only certified-winnable deals unless its creator says otherwise."""
+    daily_winnable: bool = True
+    """Whether the daily deal of a game the solver certifies is certified winnable (the
+    first of the day's candidate seeds it certifies), its par revealed with its seed."""
     deal_pool_size: int = 8
     """Certified-winnable deals kept warm per game (in the store, shared by the nodes), so
     that a winnable-only race starts at once; 0 certifies each when a race starts."""

@@ -29,12 +29,14 @@ from ..protocol import ErrorCode, ProtocolError
 
 __all__ = [
     "BOARDS",
+    "DayDeal",
     "Entry",
     "Streaks",
     "commitment",
     "daily_commitment",
     "daily_nonce",
     "daily_seed",
+    "day_deal",
     "entry_from_log",
     "first_ranked_date",
     "first_reached_ms",
@@ -78,10 +80,37 @@ def parse_board(text: str) -> str:
     return text
 
 
-def daily_seed(secret: bytes, date: str, variant: str) -> int:
-    """The day's seed for a variant: an HMAC of the date and variant under the server secret."""
-    digest = hmac.new(secret, f"solrace-daily:{date}:{variant}".encode(), hashlib.sha256).digest()
+def daily_seed(secret: bytes, date: str, variant: str, candidate: int = 0) -> int:
+    """A seed for the day's deal of a variant: an HMAC of the date and variant under the
+    server secret. ``candidate`` numbers the seeds tried in turn when the day's deal must
+    be certified winnable (the first the solver certifies is the day's; 0 is the first)."""
+    message = f"solrace-daily:{date}:{variant}" + (f":{candidate}" if candidate else "")
+    digest = hmac.new(secret, message.encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
+
+
+@dataclass(frozen=True, slots=True)
+class DayDeal:
+    """The deal of a day and variant: its seed, the nonce of its commitment, and the par
+    of its certified winning line (None where the deal is not certified)."""
+
+    seed: int
+    nonce: str
+    par: int | None = None
+
+    @property
+    def commitment(self) -> str:
+        """The commitment published from the start of the day: SHA-256 of the seed and nonce."""
+        return commitment(self.seed, self.nonce)
+
+
+def day_deal(
+    secret: bytes, date: str, variant: str, candidate: int = 0, par: int | None = None
+) -> DayDeal:
+    """The day's deal when its ``candidate``-th seed was chosen (with ``par``)."""
+    return DayDeal(
+        daily_seed(secret, date, variant, candidate), daily_nonce(secret, date, variant), par
+    )
 
 
 def daily_nonce(secret: bytes, date: str, variant: str) -> str:

@@ -16,7 +16,7 @@ from ..protocol import (
     StartDaily,
 )
 from . import room as rooms
-from .daily import daily_seed, utc_date
+from .daily import utc_date
 from .leaderboard import day_board, player_history
 from .room import Outcome, Role, RoomState, Settings, SpectatorMode
 
@@ -88,9 +88,9 @@ class DailyCommands:
         code = created.room.code
         # Noted before the race starts: the day's seed waits for every attempt noted.
         await node.backend.add_daily_room(date, req.variant, code)
-        seed = daily_seed(node.secret, date, req.variant)
+        deal = await node.deals.daily(date, req.variant)
         started = await node.backend.update_room(
-            code, lambda r: rooms.start(r, player_id, now, seed)
+            code, lambda r: rooms.start(r, player_id, now, deal.seed, deal.par)
         )
         assert started.room is not None
         await node.attach(session, started.room, Role.PLAYER)
@@ -112,7 +112,7 @@ class DailyCommands:
         player_id = node.identified(session)
         board = await day_board(
             node.backend,
-            node.secret,
+            node.deals.daily,
             req.variant,
             req.date,
             now_ms=node.now_ms(),

@@ -27,6 +27,7 @@ import structlog
 
 from ..engine.solver import Outcome, Verdict, solve_deal
 from ..protocol import ErrorCode, ProtocolError
+from .daily import DayDeal, daily_seed, day_deal, utc_date
 
 if TYPE_CHECKING:
     from .node import Node
@@ -57,6 +58,22 @@ def certify(variant: str, seed: int, budget_s: float) -> tuple[int, int] | None:
     return None
 
 
+DAILY_CANDIDATES = 64
+"""Seeds tried in turn for a day's deal before it is dealt uncertified (no par)."""
+
+
+def certify_daily(
+    secret: bytes, date: str, variant: str, budget_s: float
+) -> tuple[int, int | None]:
+    """The first candidate seed of the day (:func:`daily_seed`) that the solver certifies,
+    and its par; ``(0, None)`` if none of :data:`DAILY_CANDIDATES` is. Runs in a worker."""
+    for candidate in range(DAILY_CANDIDATES):
+        found = certify(variant, daily_seed(secret, date, variant, candidate), budget_s)
+        if found is not None:
+            return candidate, found[1]
+    return 0, None
+
+
 def _worker_start() -> None:
     """A certifying worker yields the CPU to the node: its event loop comes first."""
     with contextlib.suppress(OSError):
@@ -83,6 +100,8 @@ class DealPool:
         self.workers = config.solver_workers
         self._executor: ProcessPoolExecutor | None = None
         self._filling: dict[str, asyncio.Task[None]] = {}
+        self._daily_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._days: asyncio.Task[None] | None = None
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
@@ -102,12 +121,55 @@ class DealPool:
             self._pool(), certify_first, variant, seeds, self.budget_s
         )
 
+    async def daily(self, date: str, variant: str) -> DayDeal:
+        """The day's deal of ``variant``: the first of its candidate seeds the solver
+        certifies winnable (its par revealed with its seed), chosen once for every node and
+        kept; where the game has no certified deals (or the node deals the daily as it
+        comes, ``daily_winnable`` off), the first candidate, without par."""
+        backend = self.node.backend
+        secret = self.node.secret
+        kept = await backend.daily_deal(date, variant)
+        if kept is None:
+            lock = self._daily_locks.setdefault((date, variant), asyncio.Lock())
+            async with lock:
+                kept = await backend.daily_deal(date, variant)
+                if kept is None:
+                    if variant in CERTIFIABLE and self.node.config.daily_winnable:
+                        loop = asyncio.get_running_loop()
+                        chosen = await loop.run_in_executor(
+                            self._pool(), certify_daily, secret, date, variant, self.budget_s
+                        )
+                    else:
+                        chosen = (0, None)
+                    kept = await backend.keep_daily_deal(date, variant, *chosen)
+            self._daily_locks.pop((date, variant), None)
+        return day_deal(secret, date, variant, *kept)
+
     def start(self) -> None:
         """Top up every certifiable game's pool now, if rooms deal winnable deals by
-        default: the first race of each then starts at once too."""
+        default, and choose today's and tomorrow's daily deals ahead: the first race of
+        each, and the day's first attempt, then start at once too."""
         if self.node.config.winnable_default:
             for variant in sorted(CERTIFIABLE):
                 self.warm(variant)
+        if self.node.config.daily_winnable and self._days is None:
+            self._days = asyncio.ensure_future(self._choose_days())
+
+    async def _choose_days(self) -> None:
+        """Choose the daily deals of today and tomorrow, and again each hour."""
+        node = self.node
+        while not node.stopped:
+            today = utc_date(node.now_ms())
+            tomorrow = utc_date(node.now_ms() + 86_400_000)
+            try:
+                for day in (today, tomorrow):
+                    for variant in sorted(CERTIFIABLE):
+                        await self.daily(day, variant)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the store is away: an attempt chooses it, or the next hour
+                log.warning("daily_deal_choice_failed", exc_info=True)
+            await asyncio.sleep(3600)
 
     def warm(self, variant: str) -> None:
         """Start topping up ``variant``'s pool, unless it is being topped up already."""
@@ -146,12 +208,14 @@ class DealPool:
 
     async def close(self) -> None:
         """Stop topping up and let the workers go."""
-        for task in self._filling.values():
+        tasks = [*self._filling.values(), *([self._days] if self._days else [])]
+        for task in tasks:
             task.cancel()
-        for task in self._filling.values():
+        for task in tasks:
             with contextlib.suppress(BaseException):  # cancelled or failed: gone either way
                 await task
         self._filling = {}
+        self._days = None
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None

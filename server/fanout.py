@@ -21,7 +21,7 @@ import structlog
 from ..engine import player_view
 from ..protocol import Boards, RaceOver, RaceStarted, RoomSnapshot
 from .backends import BackendUnavailable
-from .daily import daily_seed, entry_from_log, pace_flag, unranked_reason
+from .daily import entry_from_log, pace_flag, unranked_reason
 from .room import Outcome, Role, Room, RoomState, SpectatorMode
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class FanOut:
             assert event.seed is not None
             await backend.save_results(code, event.race, event.variant, event.seed, event.results)
             return
-        seed = daily_seed(node.secret, event.daily, event.variant)
+        seed = (await node.deals.daily(event.daily, event.variant)).seed
         board = "bots" if event.bot else "people"
         attempt = event.attempt or 1
         for result in event.results:

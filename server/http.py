@@ -365,7 +365,7 @@ class HttpEndpoints:
             if path == "/api/leaderboard":
                 data = await day_board(
                     node.backend,
-                    node.secret,
+                    node.deals.daily,
                     query.get("variant", ""),
                     query.get("date"),
                     now_ms=now,
@@ -377,7 +377,7 @@ class HttpEndpoints:
             elif path == "/api/daily":
                 data = await daily_info(
                     node.backend,
-                    node.secret,
+                    node.deals.daily,
                     query.get("variant", ""),
                     query.get("date"),
                     now_ms=now,

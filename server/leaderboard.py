@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..protocol import ErrorCode, ProtocolError
 from .backends import Backend
 from .daily import (
-    daily_commitment,
-    daily_nonce,
-    daily_seed,
+    DayDeal,
     parse_board,
     parse_date,
     rank_entries,
@@ -69,9 +68,24 @@ async def seed_revealed(
     return not running
 
 
+DealOf = Callable[[str, str], Awaitable[DayDeal]]
+"""The deal of a day and variant, chosen (and certified) on first use: ``DealPool.daily``."""
+
+
+async def _day_deal(
+    backend: Backend, deal_of: DealOf, day: str, today: str, variant: str
+) -> DayDeal | None:
+    """Today's deal, or a past day's if one was chosen for it; None for a past day that had
+    none (nobody played or asked then: no deal is chosen after the fact, so that asking
+    about old days costs no solving)."""
+    if day == today or (day < today and await backend.daily_deal(day, variant) is not None):
+        return await deal_of(day, variant)
+    return None
+
+
 async def daily_info(
     backend: Backend,
-    secret: bytes,
+    deal_of: DealOf,
     variant: str,
     date: str | None,
     *,
@@ -86,20 +100,23 @@ async def daily_info(
     if day > today:
         raise ProtocolError(ErrorCode.BAD_FIELD, f"{day} has not started yet (UTC)")
     revealed = await seed_revealed(backend, day, variant, now_ms=now_ms, time_limit_s=time_limit_s)
+    deal = await _day_deal(backend, deal_of, day, today, variant)
+    shown = revealed and deal is not None
     return {
         "date": day,
         "variant": variant,
-        "commitment": daily_commitment(secret, day, variant),
+        "commitment": deal.commitment if deal else None,
         "reveal_ms": reveal_ms(day, time_limit_s),
         "revealed": revealed,
-        "seed": daily_seed(secret, day, variant) if revealed else None,
-        "nonce": daily_nonce(secret, day, variant) if revealed else None,
+        "seed": deal.seed if shown and deal else None,
+        "nonce": deal.nonce if shown and deal else None,
+        "par": deal.par if shown and deal else None,
     }
 
 
 async def day_board(
     backend: Backend,
-    secret: bytes,
+    deal_of: DealOf,
     variant: str,
     date: str | None,
     *,
@@ -119,6 +136,8 @@ async def day_board(
     count = await backend.daily_count(day, variant, board)
     top = await backend.daily_top(day, variant, 0, limit, board)
     revealed = await seed_revealed(backend, day, variant, now_ms=now_ms, time_limit_s=time_limit_s)
+    deal = await _day_deal(backend, deal_of, day, today, variant)
+    shown = deal if revealed else None
     data: dict[str, Any] = {
         "today": today,
         "date": day,
@@ -126,10 +145,11 @@ async def day_board(
         "board": board,
         "count": count,
         "top": rank_entries(top),
-        "commitment": daily_commitment(secret, day, variant) if day <= today else None,
+        "commitment": deal.commitment if deal else None,
         "reveal_ms": reveal_ms(day, time_limit_s),
-        "seed": daily_seed(secret, day, variant) if revealed else None,
-        "nonce": daily_nonce(secret, day, variant) if revealed else None,
+        "seed": shown.seed if shown else None,
+        "nonce": shown.nonce if shown else None,
+        "par": shown.par if shown else None,
         "you": None,
         "around": [],
     }

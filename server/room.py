@@ -932,7 +932,7 @@ def _finish(room: Room, why: str) -> Outcome:
             daily,
             r.settings.attempt or None,
             bot=True if daily and r.settings.bot else None,
-            par=r.par,
+            par=None if daily else r.par,  # a daily's par comes out with its seed
         ),
     )
 

@@ -30,9 +30,7 @@ from .server.cli import masked_url
 from .server.daily import (
     BOARDS,
     Entry,
-    daily_commitment,
-    daily_nonce,
-    daily_seed,
+    day_deal,
     parse_date,
     rank_entries,
     utc_date,
@@ -248,12 +246,10 @@ async def _rows(
         time_limit_s=ServerConfig().daily_time_limit_s,
         tidy=False,
     )
-    reveal = (
-        (daily_seed(secret, date, variant), daily_nonce(secret, date, variant))
-        if revealed
-        else None
-    )
-    commitment = daily_commitment(secret, date, variant)
+    kept = await backend.daily_deal(date, variant)  # the deal chosen for the day, if any
+    deal = day_deal(secret, date, variant, *kept) if kept else day_deal(secret, date, variant)
+    reveal = (deal.seed, deal.nonce) if revealed else None
+    commitment = deal.commitment
     rows = []
     for e in entries:
         rank = ranks.get((e.board, e.player_id, e.attempt))

@@ -54,8 +54,9 @@ class NodeProcess:
             command += ["--redis", self.redis_url]
         command += ["--resume-grace", "60", "--data-dir", str(self.data_dir)]
         # These nodes race random deals; a node dealing winnable ones would keep a solver
-        # worker busy filling its pools (tests/server/test_winnable.py covers those).
-        command += ["--no-winnable-default", *self.options]
+        # worker busy filling its pools and certifying daily deals (tests/server/
+        # test_winnable.py covers those).
+        command += ["--no-winnable-default", "--no-daily-winnable", *self.options]
         with (self.directory / "node.log").open("ab") as log:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory

@@ -266,6 +266,16 @@ class Backend(ABC):
     # certified deals --------------------------------------------------------------------
 
     @abstractmethod
+    async def daily_deal(self, date: str, variant: str) -> tuple[int, int | None] | None:
+        """Which candidate seed was chosen for a day's deal, and its par; None if none is."""
+
+    @abstractmethod
+    async def keep_daily_deal(
+        self, date: str, variant: str, candidate: int, par: int | None
+    ) -> tuple[int, int | None]:
+        """Keep the choice of a day's deal unless one is kept already; the one kept."""
+
+    @abstractmethod
     async def put_certified(self, variant: str, seed: int, par: int) -> None:
         """Add a certified-winnable deal (its seed and par) to ``variant``'s pool."""
 

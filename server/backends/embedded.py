@@ -628,6 +628,28 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     # results ----------------------------------------------------------------------------
 
+    async def daily_deal(self, date: str, variant: str) -> tuple[int, int | None] | None:
+        """The choice kept in ``meta``."""
+        row = self.db.execute(
+            "SELECT value FROM meta WHERE key = ?", (f"daily_deal:{date}:{variant}",)
+        ).fetchone()
+        if row is None:
+            return None
+        candidate, par = json.loads(row[0])
+        return int(candidate), None if par is None else int(par)
+
+    async def keep_daily_deal(
+        self, date: str, variant: str, candidate: int, par: int | None
+    ) -> tuple[int, int | None]:
+        """INSERT OR IGNORE the choice into ``meta``; the one kept."""
+        self._write().execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+            (f"daily_deal:{date}:{variant}", json.dumps([candidate, par])),
+        )
+        kept = await self.daily_deal(date, variant)
+        assert kept is not None
+        return kept
+
     async def put_certified(self, variant: str, seed: int, par: int) -> None:
         """Add the deal to the ``certified`` table."""
         self._write().execute(

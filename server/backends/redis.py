@@ -703,6 +703,29 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
 
     # certified deals --------------------------------------------------------------------
 
+    def _daily_deal_key(self, date: str, variant: str) -> str:
+        return f"{self.prefix}:{{daily:{date}:{variant}}}:deal"
+
+    async def daily_deal(self, date: str, variant: str) -> tuple[int, int | None] | None:
+        """GET the day's ``candidate:par``."""
+        with self._guard():
+            value = await self._redis.get(self._daily_deal_key(date, variant))
+        if value is None:
+            return None
+        candidate, par = _bytes(value).decode().split(":")
+        return int(candidate), int(par) if par else None
+
+    async def keep_daily_deal(
+        self, date: str, variant: str, candidate: int, par: int | None
+    ) -> tuple[int, int | None]:
+        """SET NX the day's ``candidate:par``; the one kept."""
+        key = self._daily_deal_key(date, variant)
+        with self._guard():
+            await self._redis.set(key, f"{candidate}:{'' if par is None else par}", nx=True)
+        kept = await self.daily_deal(date, variant)
+        assert kept is not None
+        return kept
+
     def _certified_key(self, variant: str) -> str:
         return f"{self.prefix}:{{certified}}:{variant}"
 

@@ -120,6 +120,7 @@ async def test_the_daily_endpoint_publishes_the_commitment_then_the_seed(
         "revealed": False,
         "seed": None,
         "nonce": None,
+        "par": None,
     }
     status, _, ahead = await http_answer(server, "/api/daily?variant=canfield&date=2026-12-01")
     assert (status, ahead["code"]) == (400, "bad_field")  # a day not begun has none yet

@@ -133,3 +133,43 @@ async def test_a_race_that_finds_the_pool_empty_waits_for_one_deal(
     assert outcome.verdict is Verdict.WINNABLE and outcome.moves is not None
     assert over["par"] == len(outcome.moves)
     assert await server.node.backend.certified_count("american-canister") == 0
+
+
+async def test_the_daily_deal_is_certified_winnable_and_its_par_comes_out_with_its_seed(
+    start_server: ServerFactory,
+) -> None:
+    import datetime as dt
+
+    from daily_support import AT_ONCE, Clock, account, http
+
+    from solrace.server.daily import commitment, daily_seed
+
+    day = "2026-11-30"
+    noon = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()
+    clock = Clock(noon)
+    server = await start_server(clock=clock, daily_winnable=True, solver_budget_s=1.0, **AT_ONCE)
+    secret = server.node.secret
+    variant = "canfield"
+    published = await http(server, f"/api/daily?variant={variant}")
+    assert published["seed"] is None and published["par"] is None
+    async with account(server.url, "ivy") as ivy:
+        room = await ivy.daily(variant)
+        assert "par" not in room and "seed" not in room
+        await ivy.resign()
+        over = await ivy.next_event("race_over", timeout=TIMEOUT)
+        assert over.get("seed") is None and over.get("par") is None  # both wait for the reveal
+    clock.now = noon + 86_400  # the next day, past the reveal
+    revealed = await http(server, f"/api/daily?variant={variant}&date={day}")
+    seed, par = revealed["seed"], revealed["par"]
+    assert commitment(seed, revealed["nonce"]) == published["commitment"]
+    # The seed is one of the day's candidates, and the solver certifies it, with par.
+    assert seed in {daily_seed(secret, day, variant, k) for k in range(64)}
+    outcome = solve_deal(variant, seed, budget_s=5.0)
+    assert outcome.verdict is Verdict.WINNABLE and outcome.moves is not None
+    assert par == len(outcome.moves)
+    board = await http(server, f"/api/leaderboard?variant={variant}&date={day}")
+    assert (board["seed"], board["par"]) == (seed, par)
+    # An old day nobody played has no deal chosen after the fact: no solving on request.
+    old = await http(server, f"/api/daily?variant={variant}&date=2020-01-01")
+    assert old["commitment"] is None and old["seed"] is None
+    assert await server.node.backend.daily_deal("2020-01-01", variant) is None
