@@ -3,10 +3,11 @@
 
 import { BoardView, applyDelta, drawBoard } from "./board.js";
 import { Connection, wsUrl } from "./net.js";
-import { VARIANTS, variantTitle } from "./rules.js";
+import { CERTIFIABLE, COMMON_RULES, DEFAULT_VARIANT, GAME_INFO, VARIANTS, variantTitle } from "./rules.js";
 
 const STORE_KEY = "solrace.identity";
 const DAILY_VARIANT_KEY = "solrace.daily.variant";
+const CREATE_VARIANT_KEY = "solrace.create.variant";
 const HISTORY_ROWS = 10;
 const BEST_ROWS = 10;
 const $ = (testid, root = document) => root.querySelector(`[data-testid="${testid}"]`);
@@ -21,11 +22,13 @@ const state = {
   seq: 0,
   view: null,
   rev: 0,
-  players: [], // player_id, name, banked, moves, status, elapsed_ms
+  players: [], // player_id, name, banked, moves, status, elapsed_ms, place (a winner's)
   boards: {}, // spectators: player_id -> view
   results: null,
   seed: null,
+  par: null, // a winnable room's: the length of the solver's winning line
   lastResults: null,
+  endAt: null, // a `first` room after its first win: performance.now() at the race's end
   startAt: null, // performance.now() at the race's start
   timeLimit: null,
   countdownEnd: null,
@@ -80,7 +83,7 @@ function dailyFromUrl() {
   let variant = params.get("variant");
   if (!VARIANTS.some(([id]) => id === variant)) {
     variant = localStorage.getItem(DAILY_VARIANT_KEY);
-    if (!VARIANTS.some(([id]) => id === variant)) variant = VARIANTS[0][0];
+    if (!VARIANTS.some(([id]) => id === variant)) variant = DEFAULT_VARIANT;
   }
   const date = /^\d{4}-\d{2}-\d{2}$/.test(params.get("date") || "") ? params.get("date") : null;
   const top = Math.min(100, Math.max(1, Number.parseInt(params.get("top"), 10) || 10));
@@ -485,16 +488,22 @@ function takeSnapshot(room) {
     state.view = room.you.view || null;
     state.rev = room.you.rev || 0;
     state.boards = room.boards || {};
+    // A `first` room whose race has a winner ends sooner than its time limit.
+    const won = state.players.some((p) => p.status === "won");
+    const first = room.settings.finish === "first";
+    state.endAt = room.state === "racing" && first && won && typeof room.left_ms === "number" ? now + room.left_ms : null;
   } else {
     clearRace();
   }
   if (room.state === "finished") {
     state.results = room.results;
     state.seed = room.seed;
+    state.par = room.par ?? null;
     state.finishedAt = now;
   } else {
     state.results = null;
     state.seed = null;
+    state.par = null;
   }
   const role = room.you.role;
   if (room.settings.daily) {
@@ -523,6 +532,8 @@ function clearRace() {
   state.boards = {};
   state.startAt = null;
   state.finishedAt = null;
+  state.endAt = null;
+  $("finish-left-note").textContent = "";
 }
 
 function leftRoom() {
@@ -530,6 +541,7 @@ function leftRoom() {
   state.seq = 0;
   clearRace();
   state.results = null;
+  state.par = null;
   state.lastResults = null;
   if (state.page === "daily") {
     setUrl(dailyUrl());
@@ -539,6 +551,25 @@ function leftRoom() {
   }
   setUrl("/");
   render();
+}
+
+// In a `first` room the first win brings the race's end forward to `finish_grace`
+// seconds after it (never past the time limit).
+function firstWin(standing, player) {
+  const room = state.room;
+  if (room.state !== "racing" || room.settings.finish !== "first" || state.endAt !== null) return;
+  const now = performance.now();
+  const grace = (room.settings.finish_grace ?? 30) * 1000;
+  let end = now + grace;
+  if (state.startAt !== null) {
+    end = state.startAt + standing.elapsed_ms + grace;
+    end = Math.min(end, state.startAt + (state.timeLimit || room.settings.time_limit) * 1000);
+  }
+  state.endAt = end;
+  const who = standing.player_id === state.me?.player_id ? "You" : player?.name || "A player";
+  const seconds = Math.max(0, Math.ceil((end - now) / 1000));
+  const unit = seconds === 1 ? "second" : "seconds";
+  $("finish-left-note").textContent = `${who} finished: the race ends in ${seconds} ${unit}.`;
 }
 
 const EVENTS = {
@@ -559,9 +590,12 @@ const EVENTS = {
       return;
     }
     if (event.state === "lobby") {
-      if (wasFinished && state.results) state.lastResults = { results: state.results, seed: state.seed };
+      if (wasFinished && state.results) {
+        state.lastResults = { results: state.results, seed: state.seed, par: state.par };
+      }
       state.results = null;
       state.seed = null;
+      state.par = null;
       state.countdownEnd = null;
       clearRace();
     }
@@ -571,6 +605,7 @@ const EVENTS = {
     state.countdownEnd = performance.now() + event.seconds * 1000;
     state.results = null;
     state.seed = null;
+    state.par = null;
     clearRace();
   },
   race_started(event) {
@@ -580,6 +615,8 @@ const EVENTS = {
     state.countdownEnd = null;
     state.startAt = performance.now();
     state.timeLimit = event.time_limit;
+    state.endAt = null;
+    $("finish-left-note").textContent = "";
     state.boards = event.boards || {};
     if (event.view) {
       state.view = event.view;
@@ -588,26 +625,36 @@ const EVENTS = {
     const dealt = event.view
       ? event.view.banked
       : Object.values(state.boards)[0]?.banked || 0;
-    state.players = event.players.map((p) => ({
-      player_id: p.player_id,
-      name: p.name,
-      banked: state.boards[p.player_id]?.banked ?? dealt,
-      moves: 0,
-      status: "playing",
-      elapsed_ms: 0,
-    }));
+    state.players = event.players.map((p) => {
+      const banked = state.boards[p.player_id]?.banked ?? dealt;
+      return {
+        player_id: p.player_id,
+        name: p.name,
+        banked,
+        moves: 0,
+        status: "playing",
+        elapsed_ms: 0,
+        firsts: { [banked]: 0 }, // cards banked -> when that count was first reached
+      };
+    });
     boardShown = null;
   },
   progress(event) {
     for (const standing of event.players) {
       const player = state.players.find((p) => p.player_id === standing.player_id);
       if (player) {
+        player.firsts = player.firsts || {};
+        if (!(standing.banked in player.firsts)) player.firsts[standing.banked] = standing.elapsed_ms;
         player.banked = standing.banked;
         player.moves = standing.moves;
         player.status = standing.status;
         player.elapsed_ms = standing.elapsed_ms;
+        // A winner's place is final at once: a later win is a slower one.
+        if (typeof standing.place === "number") player.place = standing.place;
+        else delete player.place;
       }
       if (standing.view) state.boards[standing.player_id] = standing.view;
+      if (standing.status === "won") firstWin(standing, player);
     }
   },
   race_over(event) {
@@ -615,7 +662,9 @@ const EVENTS = {
     $("error").hidden = true;
     state.results = event.results;
     state.seed = event.seed ?? null;
+    state.par = event.par ?? null;
     state.finishedAt = performance.now();
+    state.endAt = null;
     // A spectator gets the final boards, whatever the room showed during the race.
     if (event.boards) Object.assign(state.boards, event.boards);
     for (const result of event.results) {
@@ -816,26 +865,71 @@ function fillSpectatorsLine(node, settings) {
   node.dataset.delay = String(settings.spectator_delay ?? "");
 }
 
-// The host's form to change the spectator setting: in the lobby, and after a race.
+// How the race ends, in words everyone in the room is shown.
+function finishText(settings) {
+  if (settings.finish === "first") {
+    return `The race ends ${settings.finish_grace ?? 30} s after the first to finish (or once everyone is done)`;
+  }
+  return "The race ends when everyone has finished (or at the time limit)";
+}
+
+function winnableText(settings) {
+  if (!CERTIFIABLE.has(settings.variant)) {
+    return `Any deal: ${variantTitle(settings.variant)} deals are almost never winnable, so the race is about cards banked`;
+  }
+  if (settings.winnable) return "Winnable deals only: the solver has won every deal dealt here, and the results show par";
+  return "Any deal: some cannot be won";
+}
+
+function fillSettingsLines(settings) {
+  const finish = $("room-finish");
+  finish.textContent = finishText(settings);
+  finish.dataset.finish = settings.finish || "everyone";
+  finish.dataset.grace = String(settings.finish_grace ?? "");
+  const winnable = $("room-winnable");
+  winnable.textContent = winnableText(settings);
+  winnable.dataset.winnable = String(Boolean(settings.winnable));
+}
+
+// The host's forms to change the room's settings (who may watch, how the race ends): in
+// the lobby, and after a race.
 function placeSpectatorsForm(where) {
-  const form = $("spectators-form");
   const room = state.room;
   const host = room && room.host === state.me?.player_id && !room.settings.daily;
   const shown = host && (where === "lobby" || (where === "results" && room.state === "finished"));
   const target = shown
     ? document.querySelector(`.spectators-slot[data-slot="${where}"]`)
     : document.querySelector(".form-store");
-  if (form.parentElement !== target) target.append(form);
+  for (const form of [$("spectators-form"), $("finish-form")]) {
+    if (form.parentElement !== target) target.append(form);
+  }
   if (!shown) return;
+  const editing = (form, save) => form.contains(document.activeElement) && document.activeElement !== save;
   const mode = $("spectators-mode");
   const delay = $("spectators-delay");
-  const editing = form.contains(document.activeElement) && document.activeElement !== $("spectators-save");
-  if (!editing) {
+  if (!editing($("spectators-form"), $("spectators-save"))) {
     mode.value = spectatorMode(room.settings);
     delay.value = String(room.settings.spectator_delay ?? 30);
   }
   $("spectators-delay-label").hidden = mode.value !== "delayed";
   delay.disabled = mode.value !== "delayed";
+  const finish = $("finish-mode");
+  const grace = $("finish-mode-grace");
+  if (!editing($("finish-form"), $("finish-save"))) {
+    finish.value = room.settings.finish === "first" ? "first" : "everyone";
+    grace.value = String(room.settings.finish_grace ?? 30);
+  }
+  grace.max = String(room.settings.time_limit);
+  $("finish-mode-grace-label").hidden = finish.value !== "first";
+  grace.disabled = finish.value !== "first";
+}
+
+async function saveFinish() {
+  const finish = $("finish-mode").value;
+  const fields = { finish };
+  if (finish === "first") fields.finish_grace = Number($("finish-mode-grace").value);
+  const reply = await act("set_settings", fields);
+  if (reply) showNotice(`${finishText({ ...state.room.settings, ...fields })}.`);
 }
 
 async function saveSpectators() {
@@ -852,6 +946,7 @@ function renderRoom() {
   $("room-variant").textContent = variantTitle(room.settings.variant);
   $("room-link").value = roomUrl(room.code);
   $("room-settings").textContent = settingsText(room.settings);
+  fillSettingsLines(room.settings);
   fillSpectatorsLine($("room-spectators"), room.settings);
   placeSpectatorsForm("lobby");
   const list = $("members");
@@ -899,7 +994,42 @@ function renderRoom() {
   }
 }
 
-function progressRow(player) {
+// "1st", "2nd", "3rd", "4th", "11th", "21st".
+function ordinal(n) {
+  const tens = n % 100;
+  if (tens >= 11 && tens <= 13) return `${n}th`;
+  return `${n}${{ 1: "st", 2: "nd", 3: "rd" }[n % 10] || "th"}`;
+}
+
+// When a player first reached their count of cards banked (as the results rank them);
+// a page that came in during the race knows only their last move's time.
+function reachedMs(player) {
+  return player.firsts?.[player.banked] ?? player.elapsed_ms;
+}
+
+// The players in the order they stand: once the race is over, by the results' rank;
+// before, the winners by place, then everyone else by cards banked (more first), then by
+// when they first reached that count (earlier first), then in joining order.
+function standings() {
+  const order = state.players.map((player, index) => ({ player, index }));
+  if (state.results) {
+    const rank = new Map(state.results.map((r) => [r.player_id, r.rank]));
+    const of = (p) => rank.get(p.player_id) ?? Number.MAX_SAFE_INTEGER;
+    order.sort((a, b) => of(a.player) - of(b.player) || a.index - b.index);
+    return order.map(({ player }) => player);
+  }
+  const won = (p) => p.status === "won";
+  order.sort((a, b) => {
+    const x = a.player;
+    const y = b.player;
+    if (won(x) !== won(y)) return won(x) ? -1 : 1;
+    if (won(x)) return (x.place ?? 99) - (y.place ?? 99) || x.elapsed_ms - y.elapsed_ms || a.index - b.index;
+    return y.banked - x.banked || reachedMs(x) - reachedMs(y) || a.index - b.index;
+  });
+  return order.map(({ player }) => player);
+}
+
+function progressRow(player, standing) {
   const item = document.createElement("li");
   item.className = "progress-row";
   item.dataset.testid = "progress-row";
@@ -907,6 +1037,8 @@ function progressRow(player) {
   item.dataset.banked = String(player.banked);
   item.dataset.moves = String(player.moves);
   item.dataset.status = player.status;
+  item.dataset.standing = String(standing);
+  item.dataset.place = player.status === "won" && player.place ? String(player.place) : "";
   if (player.player_id === state.me.player_id) item.classList.add("mine");
   const name = document.createElement("span");
   name.className = "p-name";
@@ -933,17 +1065,69 @@ function progressRow(player) {
   status.className = `status s-${player.status}`;
   status.dataset.testid = "status";
   status.textContent = player.status.replaceAll("_", " ");
+  if (player.status === "won" && player.place) status.textContent = `won · ${ordinal(player.place)}`;
   stats.append(banked, moves, status);
   item.append(name, bar, stats);
   return item;
 }
 
-const STATUS_TEXT = {
-  won: "You won: all 52 cards are home!",
-  stuck: "No legal move is left: your game is over.",
-  resigned: "You resigned.",
-  out_of_time: "Time is up.",
-};
+// This player's game in the race: its status, whether it is over, and where it stands.
+function myGame(finished) {
+  const me = state.players.find((p) => p.player_id === state.me.player_id);
+  const result = state.results?.find((r) => r.player_id === state.me.player_id);
+  // The board knows first whether the game plays on or is stuck (an undo out of it);
+  // the standings, whether it was resigned, won or ran out of time.
+  let status = state.view.status;
+  if (me && ["won", "resigned", "out_of_time"].includes(me.status)) status = me.status;
+  if (finished && result) status = result.status;
+  const undo = Boolean(state.room.settings.undo);
+  // Where undo is allowed, a stuck player is not done: they may undo, or resign.
+  const over = finished || ["won", "resigned", "out_of_time"].includes(status) || (status === "stuck" && !undo);
+  const order = standings();
+  const count = order.length;
+  const standing = order.findIndex((p) => p.player_id === state.me.player_id) + 1;
+  const place = result && status === "won" ? result.rank : me?.place ?? null;
+  return { status, over, stuckOpen: status === "stuck" && !over, count, standing, place, rank: result?.rank ?? null };
+}
+
+// What the page says of the player's own game: [the news, what comes next].
+function myGameText(game, finished) {
+  const { status, count, standing } = game;
+  let head;
+  switch (status) {
+    case "won":
+      if (count <= 1) head = "You won: all 52 cards are home!";
+      else if (game.place) head = `You finished ${ordinal(game.place)} of ${count}: all 52 cards are home!`;
+      else head = "All 52 cards are home!";
+      break;
+    case "stuck":
+      head = game.stuckOpen ? "No move left — undo a move or resign." : "No legal move is left: your game is over.";
+      break;
+    case "resigned":
+      head = "You resigned.";
+      break;
+    case "out_of_time":
+      head = "Out of time: the race is over.";
+      break;
+    default:
+      head = "";
+  }
+  let next = "";
+  if (finished) {
+    if (status !== "won" && count > 1 && game.rank) next = `You placed ${ordinal(game.rank)} of ${count}.`;
+  } else if (game.over) {
+    const soFar = status === "won" || count <= 1 ? "" : `Your standing so far: ${ordinal(standing)} of ${count}. `;
+    next = `${soFar}The others play on: follow them here, or leave the room.`;
+  } else if (game.stuckOpen && count > 1) {
+    next = `Your standing so far: ${ordinal(standing)} of ${count}.`;
+  }
+  return [head, next];
+}
+
+function setText(node, text) {
+  // The same words again would be announced again: leave them be.
+  if (node.textContent !== text) node.textContent = text;
+}
 
 function renderRace() {
   const room = state.room;
@@ -969,7 +1153,7 @@ function renderRace() {
   raceSpectators.hidden = daily;
   if (!daily) fillSpectatorsLine(raceSpectators, room.settings);
   const progress = $("progress");
-  progress.replaceChildren(...state.players.map(progressRow));
+  progress.replaceChildren(...standings().map((player, i) => progressRow(player, i + 1)));
   progress.hidden = !state.players.length;
   tick();
 
@@ -985,7 +1169,8 @@ function renderRace() {
       boardView.update(state.view);
       boardShown = state.view;
     }
-    const done = state.view.status !== "playing" || finished;
+    const game = myGame(finished);
+    const done = game.over;
     // While the connection is down nothing on the board can be played: no drag, no click,
     // no key.
     const live = isLive();
@@ -997,15 +1182,20 @@ function renderRace() {
     undo.disabled = !state.view.can_undo || done || !live;
     $("resign").hidden = done;
     $("resign").disabled = !live;
-    const me = state.players.find((p) => p.player_id === state.me.player_id);
-    const status = me && me.status !== "playing" ? me.status : state.view.status;
+    // A player whose game is over need not wait on a frozen board.
+    $("leave-game").hidden = !done || finished || daily;
+    // The banner stays in the page (empty while the game plays on), so that a screen
+    // reader hears each change of it.
     const banner = $("game-status");
-    banner.hidden = status === "playing";
-    banner.dataset.status = status;
-    banner.textContent = STATUS_TEXT[status] || status;
-    if (!finished && status !== "playing") banner.textContent += " Waiting for the others…";
+    banner.hidden = false;
+    banner.dataset.status = game.status;
+    banner.dataset.over = String(done);
+    const [head, next] = myGameText(game, finished);
+    setText($("game-status-text"), head);
+    setText($("game-status-next"), next);
   } else {
     $("game-status").hidden = true;
+    $("leave-game").hidden = true;
   }
 
   const spectating = isSpectator() || (isPlayer() && !inRace() && room.state !== "countdown");
@@ -1020,7 +1210,9 @@ function renderRace() {
   const results = $("results");
   results.hidden = !finished;
   if (finished && state.results) {
-    results.querySelector(".results-host").replaceChildren(resultsTable({ results: state.results, seed: state.seed }));
+    results
+      .querySelector(".results-host")
+      .replaceChildren(resultsTable({ results: state.results, seed: state.seed, par: state.par }));
     $("rematch").hidden = !isPlayer() || daily;
     $("leave-race").hidden = daily;
     $("daily-back").hidden = !daily;
@@ -1072,17 +1264,19 @@ function renderSpectatorBoards(host) {
   host.replaceChildren(...panels);
 }
 
-function resultsTable({ results, seed }) {
+function resultsTable({ results, seed, par }) {
   const wrap = document.createElement("div");
   const table = document.createElement("table");
   table.className = "results-table";
   table.innerHTML =
     "<thead><tr><th>#</th><th>Player</th><th>Banked</th><th>Moves</th><th>Time</th><th>Status</th></tr></thead>";
   const body = document.createElement("tbody");
-  for (const result of results) {
+  const ranked = [...results].sort((a, b) => a.rank - b.rank);
+  for (const result of ranked) {
     const row = document.createElement("tr");
     row.dataset.testid = "result-row";
     row.dataset.playerId = result.player_id;
+    row.dataset.rank = String(result.rank);
     const cells = [
       String(result.rank),
       result.name,
@@ -1112,7 +1306,17 @@ function resultsTable({ results, seed }) {
     code.textContent = String(seed);
     seedLine.append(code);
   }
-  wrap.append(table, seedLine);
+  wrap.append(table);
+  if (typeof par === "number") {
+    // A winnable room's deal: the solver's winning line is this long.
+    const parLine = document.createElement("p");
+    parLine.className = "par-line";
+    parLine.dataset.testid = "par";
+    parLine.dataset.par = String(par);
+    parLine.textContent = `Par: ${par} move${par === 1 ? "" : "s"} — the solver's winning line`;
+    wrap.append(parLine);
+  }
+  wrap.append(seedLine);
   return wrap;
 }
 
@@ -1543,6 +1747,14 @@ function tick() {
   } else {
     countdown.hidden = true;
   }
+  const left = $("finish-left");
+  const ending = room && room.state === "racing" && state.endAt !== null;
+  left.hidden = !ending;
+  if (ending) {
+    const ms = Math.max(0, state.endAt - now);
+    left.dataset.leftMs = String(Math.round(ms));
+    $("finish-left-time").textContent = formatTime(Math.ceil(ms / 1000) * 1000);
+  }
   if (room && state.startAt !== null) {
     const end = room.state === "finished" && state.finishedAt !== null ? state.finishedAt : now;
     const limit = (state.timeLimit || room.settings.time_limit) * 1000;
@@ -1766,9 +1978,131 @@ function formValues(form) {
     time_limit: Number(data.get("time_limit")),
     spectators: data.get("spectators"),
     undo: data.get("undo") === "on",
+    finish: data.get("finish") === "first" ? "first" : "everyone",
   };
   if (values.spectators === "delayed") values.spectator_delay = Number(data.get("spectator_delay"));
+  if (values.finish === "first") values.finish_grace = Number(data.get("finish_grace"));
+  // Checked, the box leaves the choice to the server's default (winnable deals, unless its
+  // operator turned them off); unchecked, it asks for any deal.
+  if (CERTIFIABLE.has(values.variant) && data.get("winnable") !== "on") values.winnable = false;
   return values;
+}
+
+// The create form's game: its description, its own settings, and the choice kept for
+// the next visit.
+function syncVariantChoice() {
+  const variant = $("variant").value;
+  const info = GAME_INFO[variant];
+  $("variant-description").textContent = info ? info.description : "";
+  const certifiable = CERTIFIABLE.has(variant);
+  $("winnable-label").hidden = !certifiable;
+  $("winnable-setting").disabled = !certifiable;
+  $("winnable-hint").hidden = !certifiable;
+}
+
+function rememberVariant(variant) {
+  try {
+    localStorage.setItem(CREATE_VARIANT_KEY, variant);
+  } catch {
+    // A browser that keeps nothing offers the default next time.
+  }
+}
+
+function rememberedVariant() {
+  let variant = null;
+  try {
+    variant = localStorage.getItem(CREATE_VARIANT_KEY);
+  } catch {
+    variant = null;
+  }
+  return VARIANTS.some(([id]) => id === variant) ? variant : DEFAULT_VARIANT;
+}
+
+// The help panel: a game's rules in plain words, over the page.
+let rulesOpener = null;
+
+function openRules(variant, opener) {
+  const info = GAME_INFO[variant];
+  if (!info) return;
+  const panel = $("rules-panel");
+  panel.dataset.variant = variant;
+  $("rules-title").textContent = `How to play ${variantTitle(variant)}`;
+  $("rules-description").textContent = info.description;
+  const fill = (list, rules) => {
+    const items = [];
+    for (const [term, text] of rules) {
+      const dt = document.createElement("dt");
+      dt.textContent = term;
+      const dd = document.createElement("dd");
+      dd.textContent = text;
+      items.push(dt, dd);
+    }
+    list.replaceChildren(...items);
+  };
+  fill($("rules-list"), info.rules);
+  fill($("rules-common"), COMMON_RULES);
+  rulesOpener = opener || null;
+  if (!panel.open) panel.showModal();
+  $("rules-close").focus();
+}
+
+function wireRules() {
+  const panel = $("rules-panel");
+  $("how-to-play").addEventListener("click", (event) => openRules($("variant").value, event.currentTarget));
+  $("race-how-to-play").addEventListener("click", (event) => {
+    if (state.room) openRules(state.room.settings.variant, event.currentTarget);
+  });
+  $("rules-close").addEventListener("click", () => panel.close());
+  // A click on the backdrop (outside the panel's box) closes it too.
+  panel.addEventListener("click", (event) => {
+    if (event.target === panel) panel.close();
+  });
+  panel.addEventListener("close", () => {
+    if (rulesOpener && document.contains(rulesOpener)) rulesOpener.focus();
+    rulesOpener = null;
+  });
+}
+
+function wireCreateForm() {
+  const select = $("variant");
+  select.value = rememberedVariant();
+  select.addEventListener("change", () => {
+    rememberVariant(select.value);
+    syncVariantChoice();
+  });
+  syncVariantChoice();
+  const finish = $("finish-setting");
+  const graceLabel = $("finish-grace-label");
+  const grace = $("finish-grace");
+  const syncFinish = () => {
+    graceLabel.hidden = finish.value !== "first";
+    grace.disabled = finish.value !== "first";
+  };
+  finish.addEventListener("change", syncFinish);
+  syncFinish();
+  // The grace runs no longer than the race.
+  const limit = $("time-limit");
+  const syncLimit = () => {
+    grace.max = limit.value;
+  };
+  limit.addEventListener("change", syncLimit);
+  syncLimit();
+
+  const form = $("finish-form");
+  const mode = $("finish-mode");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    saveFinish();
+  });
+  mode.addEventListener("change", () => {
+    const first = mode.value === "first";
+    $("finish-mode-grace-label").hidden = !first;
+    $("finish-mode-grace").disabled = !first;
+    if (form.reportValidity()) saveFinish();
+  });
+  $("finish-mode-grace").addEventListener("change", () => {
+    if (form.reportValidity()) saveFinish();
+  });
 }
 
 // The delay's field is there (and checked) only for a delayed room.
@@ -1863,6 +2197,7 @@ function wire() {
 
   $("create-form").addEventListener("submit", (event) => {
     event.preventDefault();
+    rememberVariant($("variant").value);
     act("create_room", formValues(event.target));
   });
 
@@ -1896,6 +2231,7 @@ function wire() {
   };
   $("leave").addEventListener("click", leave);
   $("leave-race").addEventListener("click", leave);
+  $("leave-game").addEventListener("click", leave);
   $("rematch").addEventListener("click", () => act("rematch"));
   $("undo").addEventListener("click", () => {
     if (boardView && !boardView.busy) playMove("u");
@@ -1934,6 +2270,8 @@ function wire() {
     if (state.conn) state.conn.retry();
   });
 
+  wireCreateForm();
+  wireRules();
   wireDaily();
   wireAccounts();
   wireSpectators();

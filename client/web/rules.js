@@ -4,11 +4,87 @@
 // dragged card may go to. A drop on any other pile is still sent, and the server's
 // refusal is shown.
 
+// Canfield first: the game a new player is offered (most of its deals can be won).
 export const VARIANTS = [
-  ["british-canister", "British Canister"],
-  ["american-canister", "American Canister"],
-  ["rainbow-canfield", "Rainbow Canfield"],
   ["canfield", "Canfield (Solo Cards)"],
+  ["rainbow-canfield", "Rainbow Canfield"],
+  ["american-canister", "American Canister"],
+  ["british-canister", "British Canister"],
+];
+
+export const DEFAULT_VARIANT = "canfield";
+
+// The games whose deals the server's solver certifies winnable: their rooms may deal only
+// such deals (British Canister's are almost never winnable).
+export const CERTIFIABLE = new Set(["canfield", "rainbow-canfield", "american-canister"]);
+
+// Each game in plain words (docs/rules.md states every rule): a paragraph that says what
+// the game is like, and its rules as short points.
+export const GAME_INFO = {
+  canfield: {
+    description:
+      "The classic patience: bring all 52 cards home to four foundations, Ace to King in each suit, " +
+      "from a 13-card reserve, four tableau piles and a stock turned three cards at a time, as often " +
+      "as you like. Most deals can be won, and a winnable room deals only deals the solver has won: " +
+      "the results then show its line's length as par.",
+    rules: [
+      ["The deal", "The first Ace starts a foundation. Thirteen cards form the reserve (only its top card is face up), one card goes face up on each of the four tableau piles, and the other 34 are the stock."],
+      ["Foundations", "Each foundation starts with an Ace and builds up in its suit to the King."],
+      ["Tableau", "Build down in alternating colours: a red 9 on a black 10. A run in order, or the end of one, moves as a unit. A King never goes on an Ace."],
+      ["Gaps", "An emptied tableau pile is filled at once with the reserve's top card; once the reserve is empty, any card or run may fill a gap."],
+      ["Stock", "Click the stock to turn three cards onto the waste; only the waste's top card plays. When the stock is empty, click it to turn the waste over again: there is no limit."],
+      ["Taking back", "A foundation's top card may come back down onto the tableau."],
+      ["The end", "You win when all 52 cards are home. You are stuck when nothing is left to play but the stock and a full turn of it brings up no card that fits."],
+    ],
+  },
+  "rainbow-canfield": {
+    description:
+      "Canfield's harder cousin: the stock gives one card at a time and is never turned over, the " +
+      "foundations start at a rank the deal picks and wrap from King to Ace, and the tableau builds " +
+      "down in any suit, moving only whole piles. Fewer deals can be won; a winnable room deals only " +
+      "deals the solver has won, with par in the results.",
+    rules: [
+      ["The deal", "Thirteen cards form the reserve (its top card face up). The next card starts the first foundation: its rank is the lead rank. One card goes face up on each of the four tableau piles; the other 34 are the stock."],
+      ["Foundations", "Each foundation starts with a card of the lead rank and builds up in its suit, wrapping from King to Ace, thirteen cards in all."],
+      ["Tableau", "Build down by one rank in any suit or colour, a King on an Ace too. Only a whole pile moves onto another pile."],
+      ["Gaps", "An empty pile stays empty until you fill it: with the reserve's top card while the reserve lasts, then with the waste's top card."],
+      ["Stock", "Click the stock to turn one card onto the waste; its top card plays to a foundation or the tableau. There is no second pass."],
+      ["The end", "You win when all 52 cards are home; you are stuck when the stock is empty and no move is left."],
+    ],
+  },
+  "american-canister": {
+    description:
+      "Every card is dealt face up on eight piles: nothing is hidden, and runs in alternating colours " +
+      "move as a unit. Plan ahead, free the Aces and make room for the Kings. Few deals can be won; a " +
+      "winnable room deals only deals the solver has won, with par in the results.",
+    rules: [
+      ["The deal", "All 52 cards face up: seven on each of the first four piles and six on each of the other four. There is no stock or reserve."],
+      ["Foundations", "Each foundation starts with an Ace and builds up in its suit to the King. No card comes back."],
+      ["Tableau", "Build down in alternating colours. A run in order, or the end of one, moves as a unit onto a card one rank higher of the other colour."],
+      ["Gaps", "An empty pile takes only a King, or a run that starts with a King."],
+      ["The end", "You win when all 52 cards are home; you are stuck when no move is left."],
+    ],
+  },
+  "british-canister": {
+    description:
+      "Every card is dealt face up on eight piles, and only one card moves at a time. Its deals are " +
+      "almost never winnable (about one in a million), so its races are about cards banked: whoever " +
+      "brings the most cards home, soonest, comes first.",
+    rules: [
+      ["The deal", "All 52 cards face up: seven on each of the first four piles and six on each of the other four. There is no stock or reserve."],
+      ["Foundations", "Each foundation starts with an Ace and builds up in its suit to the King. No card comes back."],
+      ["Tableau", "Move one card at a time onto a card one rank higher of the other colour: a red 9 on a black 10."],
+      ["Gaps", "An empty pile takes only a King."],
+      ["The end", "You are stuck when no move is left. The results rank everyone by cards banked, and for as many cards, by who got there first."],
+    ],
+  },
+};
+
+// Shared by the four games: undo, resigning and the end of a race.
+export const COMMON_RULES = [
+  ["Moving", "Drag a card (and the cards on it) to where it goes, or click it and then its new pile; double-click a card to send it to a foundation."],
+  ["Undo", "Where the room allows it, Undo takes back your last move. If no move is left, undo a move or resign: your game is over only then."],
+  ["The race", "Everyone plays the same deal. Winners rank by time, then everyone else by cards banked. A room may end the race a set time after the first win."],
 ];
 
 export function variantTitle(id) {
