@@ -173,3 +173,49 @@ async def test_the_daily_deal_is_certified_winnable_and_its_par_comes_out_with_i
     old = await http(server, f"/api/daily?variant={variant}&date=2020-01-01")
     assert old["commitment"] is None and old["seed"] is None
     assert await server.node.backend.daily_deal("2020-01-01", variant) is None
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def test_a_node_killed_leaves_no_solver_worker_behind(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    from process_support import NodeProcess
+
+    node = NodeProcess(tmp_path / "node", None, "--winnable-default", "--deal-pool-size", "50")
+    node.start()
+    node.wait_listening()
+    assert node.process is not None
+    workers: set[int] = set()
+    deadline = time.monotonic() + 4 * TIMEOUT
+    while not workers and time.monotonic() < deadline:  # the pools fill in a worker
+        workers = {
+            pid
+            for pid in _children(node.process.pid)
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        }
+        time.sleep(0.1)
+    assert workers, "no solver worker was started"
+    node.process.send_signal(signal.SIGKILL)
+    node.process.wait()
+    deadline = time.monotonic() + 4 * TIMEOUT
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.1)
+    left = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the solver worker outlived its node"
