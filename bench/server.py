@@ -43,6 +43,11 @@ headline figures as ``key=value`` pairs.
 
     python3 bench/server.py [--players 1000] [--rooms 250] [--seconds 10] [--idle 5000]
                             [--rounds 3] [--legal] [--profile FILE]
+                            [--loop {auto,uvloop,asyncio}]
+
+``--loop`` picks the servers' event loop (both of them, echo and solrace) as ``solrace
+serve --loop`` does: ``auto``, the default, is uvloop where it imports. The harness runs
+on asyncio's own loop whatever the servers', so that its cost stays the same.
 
 ``--legal`` makes the solrace players' hello ask for ``legal_moves``: the server then
 adds the list of legal moves to every move's ack, which costs it time. By default they
@@ -182,8 +187,10 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def serve_main(args: argparse.Namespace) -> None:
     """Run one server until SIGTERM, printing ``port N`` on stdout once listening."""
+    from solrace.server.app import run_on_loop
+
     raise_nofile()
-    asyncio.run(_serve(args))
+    run_on_loop(_serve(args), args.loop)
 
 
 @dataclass
@@ -232,7 +239,7 @@ async def start_server(
     data_dir = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir))
     log_path = data_dir / "server.log"
     command = [sys.executable, str(Path(__file__).resolve()), "--serve", kind]
-    command += ["--data-dir", str(data_dir)]
+    command += ["--data-dir", str(data_dir), "--loop", args.loop]
     if profile_path:
         command += ["--profile", profile_path]
     with log_path.open("wb") as log:
@@ -871,6 +878,7 @@ async def run(args: argparse.Namespace) -> str:
         args.server_cpu = cpus[0]
         os.sched_setaffinity(0, {cpus[1]})
         progress(f"server pinned to CPU {cpus[0]}, harness to CPU {cpus[1]}")
+    progress(f"servers on the {args.loop_used} event loop, the harness on asyncio's")
     busy0 = machine_busy_s()
     await asyncio.sleep(1.0)
     busy = machine_busy_s() - busy0
@@ -935,6 +943,7 @@ async def run(args: argparse.Namespace) -> str:
         "seconds": f"{args.seconds:g}",
         "rounds": str(args.rounds),
         "legal": "yes" if args.legal else "no",
+        "loop": args.loop_used,
         "targets_met": "yes" if met else "no",
     }
     return " ".join(f"{k}={v}" for k, v in pairs.items())
@@ -965,6 +974,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="solrace players ask for the legal moves in every ack (hello legal_moves)",
     )
+    parser.add_argument(
+        "--loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the servers' event loop, as solrace serve --loop (auto: uvloop where it "
+        "imports); the harness runs on asyncio's own either way",
+    )
     parser.add_argument("--serve", choices=("echo", "solrace"), help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -984,6 +1000,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seconds: more than 0, at most 600")
     if not 1 <= args.rounds <= 20:
         parser.error("--rounds: at least 1, at most 20")
+    from solrace.server.app import LoopUnavailable, loop_factory
+
+    try:
+        args.loop_used = (
+            "asyncio" if loop_factory(args.loop) is asyncio.new_event_loop else "uvloop"
+        )
+    except LoopUnavailable as error:
+        parser.error(str(error))
     raise_nofile()
     line = asyncio.run(run(args))
     print(line, flush=True)

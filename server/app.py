@@ -7,7 +7,8 @@ import contextlib
 import itertools
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 import structlog
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -24,10 +25,71 @@ from .http import HttpEndpoints
 from .logs import configure_logging
 from .node import Node, Session
 
-__all__ = ["SolraceServer", "make_backend", "run"]
+__all__ = [
+    "LOOPS",
+    "LoopUnavailable",
+    "SolraceServer",
+    "loop_factory",
+    "loop_name",
+    "make_backend",
+    "run",
+    "run_on_loop",
+]
 
 log = structlog.get_logger("solrace.server")
 _conn_ids = itertools.count(1)
+_T = TypeVar("_T")
+
+#: The event loops a node may run on (``solrace serve --loop``, ``SOLRACE_LOOP``): ``auto``
+#: is uvloop where it imports (CPython on Linux and macOS, from the package's
+#: dependencies), else asyncio's own.
+LOOPS = ("auto", "uvloop", "asyncio")
+
+
+class LoopUnavailable(RuntimeError):
+    """The event loop asked for by name cannot be had here."""
+
+
+def loop_factory(name: str = "auto") -> Callable[[], asyncio.AbstractEventLoop]:
+    """What makes the event loop called ``name`` (one of :data:`LOOPS`).
+
+    ``auto`` falls back to asyncio's loop where uvloop does not import; ``uvloop`` asked
+    for by name raises :class:`LoopUnavailable` there instead.
+    """
+    if name not in LOOPS:
+        raise LoopUnavailable(
+            f"unknown event loop {name!r} (--loop or SOLRACE_LOOP): say one of {', '.join(LOOPS)}"
+        )
+    if name != "asyncio":
+        try:
+            import uvloop
+        except ImportError as error:
+            if name == "uvloop":
+                raise LoopUnavailable(
+                    f"--loop uvloop: uvloop cannot be imported ({error}); "
+                    "install it (pip install uvloop) or say --loop asyncio"
+                ) from None
+        else:
+            new_loop: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+            return new_loop
+    return asyncio.new_event_loop
+
+
+def loop_name(loop: asyncio.AbstractEventLoop | None = None) -> str:
+    """``uvloop`` or ``asyncio``: which event loop ``loop`` (or the running one) is."""
+    loop = loop or asyncio.get_running_loop()
+    return "uvloop" if type(loop).__module__.partition(".")[0] == "uvloop" else "asyncio"
+
+
+def run_on_loop(main: Coroutine[Any, Any, _T], loop: str = "auto") -> _T:
+    """Run ``main`` to its end on a new event loop of the kind ``loop`` names."""
+    try:
+        factory = loop_factory(loop)
+    except LoopUnavailable:
+        main.close()  # never started: no warning that it was never awaited
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
 
 
 def make_backend(config: ServerConfig) -> Backend:
@@ -118,7 +180,13 @@ class SolraceServer:
             server_header="solrace",
             create_connection=self._connection,
         )
-        log.info("listening", host=self.config.host, port=self.port, backend=self.node.backend.name)
+        log.info(
+            "listening",
+            host=self.config.host,
+            port=self.port,
+            backend=self.node.backend.name,
+            loop=loop_name(),
+        )
 
     def _storage_failed(self, error: BaseException) -> None:
         """The store lost writes already taken: no frame may leave any more.
@@ -240,7 +308,14 @@ async def run(config: ServerConfig) -> None:
     """
     configure_logging(config.log_format)
     server = SolraceServer(Node(make_backend(config), config), config)
-    await server.start()
+    try:
+        await server.start()
+    except BaseException:
+        # What did start goes (the solver's worker processes among it) before the error
+        # is told: nothing of a node that never listened is left running.
+        with contextlib.suppress(Exception):
+            await server.close()
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

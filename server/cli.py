@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import errno
 import math
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import Limits
+from .app import LOOPS
 from .backends import BackendUnavailable
 from .config import Budgets, ServerConfig, field_docs
 
@@ -94,6 +94,13 @@ def register(subparsers: Any) -> None:
         choices=("json", "console"),
         default="json",
         help="log lines as JSON or for a terminal",
+    )
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default=os.environ.get("SOLRACE_LOOP", "auto"),
+        help="the event loop: uvloop, asyncio's own, or auto, uvloop where it imports and "
+        "asyncio's otherwise (or set SOLRACE_LOOP); the 'listening' log line says which (auto)",
     )
     parser.add_argument(
         "--resume-grace",
@@ -322,11 +329,14 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .app import run
+    from .app import LoopUnavailable, run, run_on_loop
 
     config = config_from_args(args)
     try:
-        asyncio.run(run(config))
+        run_on_loop(run(config), args.loop)
+    except LoopUnavailable as error:
+        _fail(str(error))
+        return 1
     except BackendUnavailable as error:
         _fail(_unavailable(config, error))
         return 1

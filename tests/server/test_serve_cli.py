@@ -4,12 +4,15 @@ A node that cannot start says why on one line of stderr and exits non-zero: each
 test runs the real command in a process of its own, against a real obstacle (a Redis
 address nothing answers on, a port another socket holds, a data directory that cannot be
 one). The limit flags are read by the real parser into the node's settings, and the
-message rate and room cap are checked on a running node.
+message rate and room cap are checked on a running node. A node runs on the event loop
+``--loop`` or ``SOLRACE_LOOP`` names, uvloop by default, and on asyncio's own where uvloop
+does not import (a stub package that refuses to import stands for such a machine).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -219,3 +222,101 @@ async def test_the_rate_and_room_flags_hold_on_a_running_node(tmp_path: Path) ->
         await two.close()
     finally:
         node.stop()
+
+
+# -- the event loop ------------------------------------------------------------------------
+
+
+def listening_loop(node: NodeProcess) -> str:
+    """The event loop the node's ``listening`` log line names."""
+    for line in (node.directory / "node.log").read_text().splitlines():
+        if line.startswith("{"):
+            entry = json.loads(line)
+            if entry.get("event") == "listening":
+                return str(entry["loop"])
+    raise AssertionError("no listening line in node.log")
+
+
+@pytest.fixture
+def without_uvloop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """PYTHONPATH for a machine where uvloop does not import (set for child processes)."""
+    stub = tmp_path / "no-uvloop" / "uvloop"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text('raise ImportError("no uvloop on this machine")\n')
+    path = os.pathsep.join(
+        filter(None, [str(stub.parent), str(ROOT), os.environ.get("PYTHONPATH")])
+    )
+    monkeypatch.setenv("PYTHONPATH", path)
+    return path
+
+
+async def serve_and_ping(node: NodeProcess) -> str:
+    """Start ``node``, check that it answers a player, stop it; the loop it ran on."""
+    node.start()
+    try:
+        await asyncio.to_thread(node.wait_listening)
+        client = await RawClient.open(node.url, name="ann")
+        assert (await client.request({"type": "ping"}))["type"] == "pong"
+        await client.close()
+        return listening_loop(node)
+    finally:
+        node.stop()
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "loop"),
+    [
+        (["--loop", "asyncio"], None, "asyncio"),
+        (["--loop", "uvloop"], None, "uvloop"),
+        ([], "asyncio", "asyncio"),
+        ([], None, "uvloop"),
+    ],
+)
+async def test_serve_runs_on_the_event_loop_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: list[str], env: str | None, loop: str
+) -> None:
+    pytest.importorskip("uvloop")  # a dependency wherever it installs
+    monkeypatch.delenv("SOLRACE_LOOP", raising=False)
+    if env is not None:
+        monkeypatch.setenv("SOLRACE_LOOP", env)
+    assert await serve_and_ping(NodeProcess(tmp_path, None, *flag)) == loop
+
+
+async def test_serve_falls_back_to_asyncio_where_uvloop_does_not_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, without_uvloop: str
+) -> None:
+    monkeypatch.delenv("SOLRACE_LOOP", raising=False)
+    assert await serve_and_ping(NodeProcess(tmp_path, None)) == "asyncio"
+
+
+def test_serve_asked_for_uvloop_where_it_does_not_import_says_so(
+    tmp_path: Path, without_uvloop: str
+) -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "solrace", "serve", "--port", str(free_port()), "--loop", "uvloop"],
+        cwd=tmp_path,
+        env=clean_env(PYTHONPATH=without_uvloop),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=4 * TIMEOUT,
+        check=False,
+    )
+    result = Exit(process.returncode, process.stderr)
+    assert_one_clear_line(result, "--loop uvloop: uvloop cannot be imported")
+    assert "--loop asyncio" in result.lines[0]
+
+
+def test_serve_with_an_unknown_loop_in_the_environment_says_so(tmp_path: Path) -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "solrace", "serve", "--port", str(free_port())],
+        cwd=tmp_path,
+        env=clean_env(SOLRACE_LOOP="tokio"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=4 * TIMEOUT,
+        check=False,
+    )
+    result = Exit(process.returncode, process.stderr)
+    assert_one_clear_line(result, "unknown event loop 'tokio' (--loop or SOLRACE_LOOP)")
