@@ -560,9 +560,10 @@ function firstWin(standing, player) {
   if (room.state !== "racing" || room.settings.finish !== "first" || state.endAt !== null) return;
   const now = performance.now();
   const grace = (room.settings.finish_grace ?? 30) * 1000;
+  // The win came before the news of it: no later than `grace` from now.
   let end = now + grace;
   if (state.startAt !== null) {
-    end = state.startAt + standing.elapsed_ms + grace;
+    end = Math.min(end, state.startAt + standing.elapsed_ms + grace);
     end = Math.min(end, state.startAt + (state.timeLimit || room.settings.time_limit) * 1000);
   }
   state.endAt = end;
@@ -1152,6 +1153,10 @@ function renderRace() {
   const raceSpectators = $("race-spectators");
   raceSpectators.hidden = daily;
   if (!daily) fillSpectatorsLine(raceSpectators, room.settings);
+  // A race that ends soon after its first win says so from the start.
+  const raceFinish = $("race-finish");
+  raceFinish.hidden = daily || room.settings.finish !== "first" || room.state === "finished";
+  if (!raceFinish.hidden) setText(raceFinish, `${finishText(room.settings)}.`);
   const progress = $("progress");
   progress.replaceChildren(...standings().map((player, i) => progressRow(player, i + 1)));
   progress.hidden = !state.players.length;

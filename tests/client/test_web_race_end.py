@@ -322,6 +322,7 @@ async def test_a_first_to_finish_race_ends_on_its_own(
     slow_id = await player_id(slow)
     await slow.click(tid("start"))
     await expect(slow.locator(f"{AREA} {tid('board')}")).to_be_visible()
+    await expect(slow.locator(tid("race-finish"))).to_contain_text("2 s after the first to finish")
     await quick.next_event("race_started", timeout=TIMEOUT)
     await record_texts(slow, "finish-left")
     await record_texts(slow, "finish-left-note")
