@@ -30,6 +30,7 @@ NODE_FLAGS = {
     "max_write_buffer": ("BYTES", 1),
     "daily_flag_median_ms": ("MS", 0),
     "daily_flag_min_moves": ("N", 0),
+    "race_retention_days": ("DAYS", 0),
     "deal_pool_size": ("N", 0),
     "solver_budget_s": ("S", 0.01),
     "solver_workers": ("N", 1),

@@ -169,6 +169,9 @@ class ServerConfig:
     winnable_default: bool = True
     """Whether a room of a game the solver certifies (Canfield, Rainbow Canfield, American
     Canister) deals only certified-winnable deals unless its creator says otherwise."""
+    race_retention_days: float = 30.0
+    """How long a finished race is kept for its replay (every move with its time); 0 keeps
+    none."""
     daily_winnable: bool = True
     """Whether the daily deal of a game the solver certifies is certified winnable (the
     first of the day's candidate seeds it certifies), its par revealed with its seed."""

@@ -22,6 +22,7 @@ from ..engine import player_view
 from ..protocol import Boards, RaceOver, RaceStarted, RoomSnapshot
 from .backends import BackendUnavailable
 from .daily import entry_from_log, pace_flag, unranked_reason
+from .races import RACE_FORMAT
 from .room import Outcome, Role, Room, RoomState, SpectatorMode
 
 if TYPE_CHECKING:
@@ -57,12 +58,13 @@ class FanOut:
             if isinstance(event, RaceStarted):
                 node.metrics.races.inc()
             if isinstance(event, RaceOver):
-                await self._record_results(code, event)
+                record = outcome.room or (held.record if held is not None else None)
+                await self._record_results(code, event, record)
             await node.backend.publish(code, event.to_wire())
         if outcome.room is None:
             await node.backend.drop_room_logs(code)
 
-    async def _record_results(self, code: str, event: RaceOver) -> None:
+    async def _record_results(self, code: str, event: RaceOver, room: Room | None) -> None:
         """Keep a race's results; score a daily attempt from its timed move log.
 
         The attempt is ranked if it is an account's first of the day, from the account's
@@ -75,6 +77,7 @@ class FanOut:
         if event.daily is None:
             assert event.seed is not None
             await backend.save_results(code, event.race, event.variant, event.seed, event.results)
+            await self._archive(code, event, room)
             return
         seed = (await node.deals.daily(event.daily, event.variant)).seed
         board = "bots" if event.bot else "people"
@@ -248,6 +251,38 @@ class FanOut:
             return await self.node.commands.boards(held, room)
         except BackendUnavailable:
             return None  # a snapshot brings them
+
+    async def _archive(self, code: str, event: RaceOver, room: Room | None) -> None:
+        """Keep the whole race for its replay, ``race_retention_days``: every player's
+        timed moves, the deal and the results (docs/protocol.md, "Races kept")."""
+        node = self.node
+        if node.config.race_retention_days <= 0:
+            return
+        players: dict[str, Any] = {}
+        for result in event.results:
+            timed = await node.backend.read_timed_moves(code, event.race, result["player_id"])
+            players[result["player_id"]] = {
+                "name": result["name"],
+                "moves": [move for move, _ in timed],
+                "times": [at for _, at in timed],
+            }
+        settings = room.settings if room is not None else None
+        now = node.now_ms()
+        record = {
+            "format": RACE_FORMAT,
+            "room": code,
+            "race": event.race,
+            "variant": event.variant,
+            "seed": event.seed,
+            "par": event.par,
+            "undo": settings.undo if settings is not None else True,
+            "spectators": settings.spectators.value if settings is not None else "off",
+            "ended_ms": now,
+            "players": players,
+            "results": event.results,
+        }
+        keep_ms = int(node.config.race_retention_days * 86_400_000)
+        await node.backend.save_race(code, event.race, record, now, keep_ms)
 
     async def _drop_gone(self, held: LocalRoom, room: Room) -> None:
         """Local sessions whose member the room no longer has are no longer in it."""

@@ -30,6 +30,7 @@ from .backends import BackendUnavailable
 from .config import ServerConfig
 from .leaderboard import best_board, daily_info, day_board, player_history
 from .node import Node
+from .races import PUBLIC_MODES, readable_by
 
 __all__ = [
     "MAX_PATH_LENGTH",
@@ -385,6 +386,8 @@ class HttpEndpoints:
                 )
             elif path == "/api/history":
                 return await self._history(request, query)
+            elif path == "/api/race":
+                return await self._race(request, query)
             elif path == "/api/best":
                 data = await best_board(
                     node.backend,
@@ -429,6 +432,38 @@ class HttpEndpoints:
             return _unavailable()
         # One player's own: kept by no cache, shared or not.
         return _json(http.HTTPStatus.OK, data, cache="private, no-store")
+
+    async def _race(self, request: Request, query: dict[str, str]) -> Response:
+        """A finished race kept for its replay: to anyone if its room showed the boards as
+        it ran (spectators ``live`` or ``delayed``), else to its players alone."""
+        code = query.get("room", "").upper()
+        try:
+            race = int(query.get("race", ""))
+        except ValueError:
+            return _error(http.HTTPStatus.BAD_REQUEST, "bad_field", "race is a number")
+        if not (0 < len(code) <= 16 and code.isalnum()) or not 0 < race < 2**31:
+            return _error(http.HTTPStatus.BAD_REQUEST, "bad_field", "room CODE and race N")
+        node = self.node
+        token = _bearer(request)
+        try:
+            record = await node.backend.load_race(code, race, node.now_ms())
+            known = await node.identity.authenticate(token) if token else None
+        except BackendUnavailable:
+            return _unavailable()
+        if record is None:
+            return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such race is kept")
+        player_id = known[0] if known is not None else None
+        if not readable_by(record, player_id):
+            return _error(
+                http.HTTPStatus.FORBIDDEN,
+                "forbidden",
+                "this room did not show its boards: its replay is its players' alone "
+                "(send a player's token: Authorization: Bearer TOKEN)",
+            )
+        public = record.get("spectators") in PUBLIC_MODES
+        return _json(
+            http.HTTPStatus.OK, record, cache="no-cache" if public else "private, no-store"
+        )
 
     async def _admin(self, request: Request, path: str) -> Response:
         """The admin API (docs/operations.md, "Admin"), to the admin token alone.

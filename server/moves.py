@@ -196,7 +196,10 @@ class MovePath:
             node.push_error(session, request_id, ErrorCode.INTERNAL, "the server failed")
         else:
             try:
-                if self.logged(session, request_id, notation, change, game, held, room, player_id):
+                now = at + (room.starts_ms or 0)
+                if self.logged(
+                    session, request_id, notation, change, game, held, room, player_id, now
+                ):
                     self.flush_now(held)
             except Exception:  # the move is logged and acked: the room hears of it later
                 log.exception("report_failed", conn=session.conn_id, room=room.code)
@@ -243,7 +246,8 @@ class MovePath:
         except BaseException:
             held.games.pop(player_id, None)  # rebuilt from the log on next use
             raise
-        if self.logged(session, req.id, notation, change, game, held, room, player_id):
+        now = at + (room.starts_ms or 0)
+        if self.logged(session, req.id, notation, change, game, held, room, player_id, now):
             await self.flush(held)
 
     async def resign(self, session: Session, req: Resign) -> None:
@@ -298,9 +302,10 @@ class MovePath:
         held: LocalRoom,
         room: Room,
         player_id: str,
+        now_ms: int,
     ) -> bool:
-        """A move is logged: ack it and keep the player's new standing for the room's
-        next report; True if that report is due now."""
+        """A move is logged (at ``now_ms``): ack it and keep the player's new standing for
+        the room's next report; True if that report is due now."""
         self.node.metrics.moves.inc()
         # The ack goes out without waiting for the socket (the write-buffer limit still
         # guards a slow client), so the room hears of the move at once; a socket that
@@ -310,18 +315,19 @@ class MovePath:
             session.push(session.codec.dumps(Ack.fresh(request_id, game.moves, notation, delta)))
         except Exception:
             log.warning("ack_not_sent", rev=game.moves)
-        return self.stand(held, player_id, game, room)
+        return self.stand(held, player_id, game, room, now_ms)
 
-    def stand(self, held: LocalRoom, player_id: str, game: Game, room: Room) -> bool:
+    def stand(self, held: LocalRoom, player_id: str, game: Game, room: Room, now_ms: int) -> bool:
         """Keep a player's new standing for the room's next report; True if that is due now.
 
         The room hears its players' standings in one report per progress interval. A
         finished game is told at once, with every standing of the room that waits;
         otherwise a standing reached too soon after the room's last report waits (a timer
         reports it), and a later move replaces it, so nothing is ever reported late by
-        more than the interval (and its times are those of the moves themselves).
+        more than the interval (and its times are those of the moves themselves, as logged:
+        ``now_ms`` is the move's).
         """
-        now = self.node.now_ms()
+        now = now_ms
         status = game.status.value
         waiting = held.pending
         previous = waiting.get(player_id)

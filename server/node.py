@@ -192,9 +192,11 @@ class Node:
         self._pruning = asyncio.get_running_loop().call_later(PRUNE_INTERVAL_S, self._prune)
 
     async def expire_guests(self) -> int:
-        """Forget the guests not seen for ``guest_ttl_s``; how many went."""
+        """Forget the guests not seen for ``guest_ttl_s``, and the races kept past their
+        time; how many guests went."""
         try:
             gone = await self.backend.expire_players(self.now_ms(), self.config.guest_ttl_s)
+            await self.backend.expire_races(self.now_ms())
         except BackendUnavailable:
             return 0
         if gone:

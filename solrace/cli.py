@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "solrace.cli_account",
     "solrace.cli_leaderboard",
     "solrace.cli_verify",
+    "solrace.cli_race",
     "solrace.cli_admin",
     "solrace.cli_loadtest",
 ]

@@ -221,6 +221,16 @@ def _parse_moves(texts: Iterable[str]) -> list[tuple[str, Move]]:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    if args.variant.endswith(".json") or (
+        os.path.isfile(args.variant) and args.variant not in VARIANTS
+    ):
+        return _replay_race(args)
+    try:
+        args.variant = _variant_type(args.variant)
+    except argparse.ArgumentTypeError as error:
+        return _error("replay", str(error))
+    if args.seed is None:
+        return _error("replay", "--seed N is needed with a VARIANT (or give a race FILE)")
     texts: list[str] = []
     if args.file is not None:
         try:
@@ -251,6 +261,20 @@ def _replay(args: argparse.Namespace) -> int:
             return 1
     _emit(game, args, summary=True)
     return 0
+
+
+def _replay_race(args: argparse.Namespace) -> int:
+    """``solrace replay race.json``: a race file played in the terminal."""
+    from .cli_race import play_back
+
+    try:
+        with open(args.variant, encoding="utf-8") as handle:
+            record = json.load(handle)
+        if not isinstance(record, dict) or "players" not in record or "seed" not in record:
+            raise ValueError("not a race file (solrace race export writes one)")
+    except (OSError, ValueError) as error:
+        return _error("replay", f"cannot read {args.variant}: {error}")
+    return play_back(record, speed=args.speed)
 
 
 # -- registration ------------------------------------------------------------------------
@@ -301,11 +325,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "d, rd, u; moves from --file first) and show every card of the final position "
             "with its status. A refused move stops the replay: the position before it is "
             "shown, 'move K (text): reason_code: sentence' goes to stderr and the exit "
-            "code is 1. Text that is not a move gives exit code 2."
+            "code is 1. Text that is not a move gives exit code 2. With a race FILE "
+            "(solrace race export) instead, every player's moves are played back in the "
+            "order of their times, then the results."
         ),
     )
-    replay.add_argument("variant", metavar="VARIANT", type=_variant_type, help="a variant id")
-    replay.add_argument("--seed", required=True, type=_seed_type, metavar="N", help="the seed")
+    replay.add_argument(
+        "variant",
+        metavar="VARIANT|FILE",
+        help="a variant id, or a race file (solrace race export) to play back",
+    )
+    replay.add_argument("--seed", type=_seed_type, metavar="N", help="the seed (with a VARIANT)")
+    replay.add_argument(
+        "--speed",
+        type=float,
+        default=16.0,
+        metavar="X",
+        help="with a race FILE: play it X times as fast as it was played (0: at once; 16)",
+    )
     replay.add_argument(
         "--no-undo",
         dest="undo_allowed",

@@ -1,4 +1,5 @@
-"""``solrace verify FILE``: check exported daily entries offline, once the seed is out.
+"""``solrace verify FILE``: check exported daily entries offline, once the seed is out, or
+a race file (``solrace race export``: the deal, every move, the results).
 
 For each entry of an export (``solrace leaderboard export``, CSV or JSON) it checks that
 the day's commitment is the hash of the revealed seed and nonce, deals the game from the
@@ -25,6 +26,7 @@ from typing import Any
 
 from .engine import VARIANTS, IllegalMove, NotationError, new_game, parse_move
 from .server.daily import commitment, first_reached_ms, score_of
+from .server.races import RACE_FORMAT, check_race
 
 __all__ = ["Checked", "check_ranks", "check_row", "read_rows", "register"]
 
@@ -196,6 +198,8 @@ def _main(args: argparse.Namespace) -> int:
     if not rows:
         print(f"solrace verify: {args.file} holds no entries", file=sys.stderr)
         return 2
+    if len(rows) == 1 and rows[0].get("format") == RACE_FORMAT:
+        return _verify_race(rows[0])
     results = [(row, check_row(row, args.commitment)) for row in rows]
     for _, checked in results:
         if checked.ok:
@@ -212,3 +216,17 @@ def _main(args: argparse.Namespace) -> int:
         + (f", {len(rank_problems)} rank problem(s)" if rank_problems else "")
     )
     return 1 if failed or rank_problems else 0
+
+
+def _verify_race(record: dict[str, Any]) -> int:
+    """Check a race file (``solrace race export``): 0 if it holds, else 1."""
+    label = f"race {record.get('room')}/{record.get('race')}"
+    problems = check_race(record)
+    if problems:
+        for problem in problems:
+            print(f"FAIL  {label}: {problem}")
+        print(f"{label}: {len(problems)} problem(s)")
+        return 1
+    players = len(record.get("players", {}))
+    print(f"ok    {label}: the deal, every move of {players} player(s) and the results hold")
+    return 0

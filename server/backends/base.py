@@ -263,6 +263,23 @@ class Backend(ABC):
         """A player's logged moves in a race, in order, each with its time (ms since the
         race started)."""
 
+    # races kept for their replays -------------------------------------------------------
+
+    @abstractmethod
+    async def save_race(
+        self, code: str, race: int, record: dict[str, Any], now_ms: int, keep_ms: int
+    ) -> None:
+        """Keep a finished race's record (:mod:`..races`) for ``keep_ms`` from ``now_ms``."""
+
+    @abstractmethod
+    async def load_race(self, code: str, race: int, now_ms: int) -> dict[str, Any] | None:
+        """A race's record, if it is kept still."""
+
+    async def expire_races(self, now_ms: int) -> int:
+        """Forget the races kept past their time (where the store does not do it itself);
+        how many went."""
+        return 0
+
     # certified deals --------------------------------------------------------------------
 
     @abstractmethod

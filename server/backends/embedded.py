@@ -111,6 +111,14 @@ CREATE TABLE IF NOT EXISTS daily_removals (
     reason TEXT NOT NULL,
     removed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
+CREATE TABLE IF NOT EXISTS races (
+    code TEXT NOT NULL,
+    race INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (code, race)
+);
+CREATE INDEX IF NOT EXISTS races_expiry ON races (expires_ms);
 CREATE TABLE IF NOT EXISTS certified (
     variant TEXT NOT NULL,
     seed TEXT NOT NULL,
@@ -627,6 +635,32 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         return boards
 
     # results ----------------------------------------------------------------------------
+
+    async def save_race(
+        self, code: str, race: int, record: dict[str, Any], now_ms: int, keep_ms: int
+    ) -> None:
+        """Keep the record in ``races``."""
+        self._write().execute(
+            "INSERT OR REPLACE INTO races (code, race, expires_ms, data) VALUES (?, ?, ?, ?)",
+            (code, race, now_ms + keep_ms, json.dumps(record)),
+        )
+
+    async def load_race(self, code: str, race: int, now_ms: int) -> dict[str, Any] | None:
+        """The record from ``races``, unless past its time."""
+        row = self.db.execute(
+            "SELECT data FROM races WHERE code = ? AND race = ? AND expires_ms > ?",
+            (code, race, now_ms),
+        ).fetchone()
+        if row is None:
+            return None
+        record: dict[str, Any] = json.loads(row[0])
+        return record
+
+    async def expire_races(self, now_ms: int) -> int:
+        """Delete the rows of ``races`` past their time."""
+        return int(
+            self._write().execute("DELETE FROM races WHERE expires_ms <= ?", (now_ms,)).rowcount
+        )
 
     async def daily_deal(self, date: str, variant: str) -> tuple[int, int | None] | None:
         """The choice kept in ``meta``."""

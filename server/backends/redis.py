@@ -703,6 +703,29 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
 
     # certified deals --------------------------------------------------------------------
 
+    async def save_race(
+        self, code: str, race: int, record: dict[str, Any], now_ms: int, keep_ms: int
+    ) -> None:
+        """SET the record under the room's tag, for Redis to forget after ``keep_ms`` (and
+        with the node's time it is kept until, which the nodes read)."""
+        kept = {"until_ms": now_ms + keep_ms, "record": record}
+        with self._guard():
+            await self._redis.set(
+                self._room_key(code, f"race:{race}"), _pack(kept), px=max(1, keep_ms)
+            )
+
+    async def load_race(self, code: str, race: int, now_ms: int) -> dict[str, Any] | None:
+        """GET the record, unless past its time."""
+        with self._guard():
+            value = await self._redis.get(self._room_key(code, f"race:{race}"))
+        if value is None:
+            return None
+        kept: dict[str, Any] = _unpack(value)
+        if kept["until_ms"] <= now_ms:
+            return None
+        record: dict[str, Any] = kept["record"]
+        return record
+
     def _daily_deal_key(self, date: str, variant: str) -> str:
         return f"{self.prefix}:{{daily:{date}:{variant}}}:deal"
 
