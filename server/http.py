@@ -509,6 +509,8 @@ class HttpEndpoints:
     async def _static(self, request: Request, path: str) -> Response:
         if path == "/" or path.startswith("/r/") or path == "/daily":
             path = "/index.html"
+        elif path.startswith("/replay/"):  # /replay/CODE/RACE: the replay page reads the rest
+            path = "/replay.html"
         name = path[1:]
         if not all(_FILE.fullmatch(part) for part in name.split("/")):
             return _not_found()
