@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
+from ..engine import format_move
 from ..engine.solver import Outcome, Verdict, solve_deal
 from ..protocol import ErrorCode, ProtocolError
 from .daily import DayDeal, daily_seed, day_deal, utc_date
@@ -54,12 +55,17 @@ WAIT_S = 60.0
 """The longest a race waits for a certified deal when its game's pool is empty."""
 
 
-def certify(variant: str, seed: int, budget_s: float) -> tuple[int, int] | None:
-    """``(seed, par)`` if the solver certifies the deal winnable within ``budget_s`` CPU
-    seconds (par: the winning line's length), else None. Runs in a worker process."""
+Certified = tuple[int, int, str]
+"""A certified deal: its seed, its par, and the winning line (moves in the notation,
+separated by spaces), which the engine replayed to a win."""
+
+
+def certify(variant: str, seed: int, budget_s: float) -> Certified | None:
+    """``(seed, par, line)`` if the solver certifies the deal winnable within ``budget_s``
+    CPU seconds (par: the winning line's length), else None. Runs in a worker process."""
     outcome: Outcome = solve_deal(variant, seed, budget_s=budget_s)
     if outcome.verdict is Verdict.WINNABLE and outcome.moves is not None:
-        return seed, len(outcome.moves)
+        return seed, len(outcome.moves), " ".join(format_move(m) for m in outcome.moves)
     return None
 
 
@@ -95,7 +101,7 @@ def _worker_start() -> None:
     threading.Thread(target=watch, name="solrace-node-watch", daemon=True).start()
 
 
-def certify_first(variant: str, seeds: list[int], budget_s: float) -> tuple[int, int] | None:
+def certify_first(variant: str, seeds: list[int], budget_s: float) -> Certified | None:
     """The first of ``seeds`` that :func:`certify` certifies, or None."""
     for seed in seeds:
         found = certify(variant, seed, budget_s)
@@ -147,8 +153,8 @@ class DealPool:
         )
         return await done
 
-    async def _certify(self, variant: str) -> tuple[int, int] | None:
-        """A few fresh deals tried in a worker: the first certified, ``(seed, par)``."""
+    async def _certify(self, variant: str) -> Certified | None:
+        """A few fresh deals tried in a worker: the first certified."""
         seeds = [secrets.randbits(SEED_BITS) for _ in range(BATCH)]
         return await self._run(certify_first, variant, seeds, self.budget_s)
 
@@ -223,8 +229,11 @@ class DealPool:
 
     async def take(self, variant: str) -> tuple[int, int]:
         """A certified deal of ``variant`` for a race, ``(seed, par)``: from the pool, else
-        certified now (the race waits); raise ProtocolError(UNAVAILABLE) if none is found."""
-        found = await self.node.backend.take_certified(variant)
+        certified now (the race waits); raise ProtocolError(UNAVAILABLE) if none is found.
+        Its winning line is kept with the races (``race_retention_days``), for the
+        race's replay once it is over."""
+        backend = self.node.backend
+        found = await backend.take_certified(variant)
         self.warm(variant)
         loop = asyncio.get_running_loop()
         until = loop.time() + WAIT_S
@@ -234,7 +243,11 @@ class DealPool:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "no winnable deal could be certified now; try again"
             )
-        return found
+        seed, par, line = found
+        keep_ms = int(self.node.config.race_retention_days * 86_400_000)
+        if keep_ms > 0:
+            await backend.keep_line(variant, seed, line, self.node.now_ms(), keep_ms)
+        return seed, par
 
     async def close(self) -> None:
         """Stop topping up and let the workers go."""

@@ -268,6 +268,9 @@ class FanOut:
             }
         settings = room.settings if room is not None else None
         now = node.now_ms()
+        line = None
+        if event.par is not None and event.seed is not None:
+            line = await node.backend.certified_line(event.variant, event.seed, now)
         record = {
             "format": RACE_FORMAT,
             "room": code,
@@ -275,6 +278,7 @@ class FanOut:
             "variant": event.variant,
             "seed": event.seed,
             "par": event.par,
+            "par_line": line.split() if line else None,
             "undo": settings.undo if settings is not None else True,
             "spectators": settings.spectators.value if settings is not None else "off",
             "ended_ms": now,

@@ -95,6 +95,17 @@ def check_race(record: dict[str, Any]) -> list[str]:
             banked_at_ms=_first_reached(variant, seed, undo, moves, times, game.banked),
             finished_ms=time_ms if said in ("won", "resigned") or said == "stuck" else None,
         )
+    line = record.get("par_line")
+    if line is not None:
+        solved = new_game(variant, seed)
+        try:
+            for move in line:
+                solved.apply(parse_move(move))
+        except (IllegalMove, NotationError) as error:
+            problems.append(f"the certified line is refused: {error}")
+        else:
+            if solved.status.value != "won" or len(line) != record.get("par"):
+                problems.append("the certified line does not win in par moves")
     if not problems:
         order = [r["player_id"] for r in ranked_results(_in_order(standings, results))]
         recorded = [p for p, _ in sorted(results.items(), key=lambda item: item[1]["rank"])]

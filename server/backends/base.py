@@ -293,13 +293,24 @@ class Backend(ABC):
         """Keep the choice of a day's deal unless one is kept already; the one kept."""
 
     @abstractmethod
-    async def put_certified(self, variant: str, seed: int, par: int) -> None:
-        """Add a certified-winnable deal (its seed and par) to ``variant``'s pool."""
+    async def put_certified(self, variant: str, seed: int, par: int, line: str) -> None:
+        """Add a certified-winnable deal (its seed, par and winning line) to ``variant``'s
+        pool."""
 
     @abstractmethod
-    async def take_certified(self, variant: str) -> tuple[int, int] | None:
-        """Take one deal out of ``variant``'s pool, ``(seed, par)``; None if it is empty
-        (no two takers ever get the same one)."""
+    async def take_certified(self, variant: str) -> tuple[int, int, str] | None:
+        """Take one deal out of ``variant``'s pool, ``(seed, par, line)``; None if it is
+        empty (no two takers ever get the same one)."""
+
+    @abstractmethod
+    async def keep_line(
+        self, variant: str, seed: int, line: str, now_ms: int, keep_ms: int
+    ) -> None:
+        """Keep a dealt deal's winning line for ``keep_ms`` (for its races' replays)."""
+
+    @abstractmethod
+    async def certified_line(self, variant: str, seed: int, now_ms: int) -> str | None:
+        """The winning line kept for a deal, if any."""
 
     @abstractmethod
     async def certified_count(self, variant: str) -> int:

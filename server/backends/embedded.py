@@ -123,6 +123,14 @@ CREATE TABLE IF NOT EXISTS certified (
     variant TEXT NOT NULL,
     seed TEXT NOT NULL,
     par INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (variant, seed)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lines (
+    variant TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    line TEXT NOT NULL,
     PRIMARY KEY (variant, seed)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS results (
@@ -657,10 +665,10 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         return record
 
     async def expire_races(self, now_ms: int) -> int:
-        """Delete the rows of ``races`` past their time."""
-        return int(
-            self._write().execute("DELETE FROM races WHERE expires_ms <= ?", (now_ms,)).rowcount
-        )
+        """Delete the rows of ``races`` (and of ``lines``) past their time."""
+        db = self._write()
+        db.execute("DELETE FROM lines WHERE expires_ms <= ?", (now_ms,))
+        return int(db.execute("DELETE FROM races WHERE expires_ms <= ?", (now_ms,)).rowcount)
 
     async def daily_deal(self, date: str, variant: str) -> tuple[int, int | None] | None:
         """The choice kept in ``meta``."""
@@ -684,25 +692,43 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         assert kept is not None
         return kept
 
-    async def put_certified(self, variant: str, seed: int, par: int) -> None:
+    async def put_certified(self, variant: str, seed: int, par: int, line: str) -> None:
         """Add the deal to the ``certified`` table."""
         self._write().execute(
-            "INSERT OR IGNORE INTO certified (variant, seed, par) VALUES (?, ?, ?)",
-            (variant, str(seed), par),
+            "INSERT OR IGNORE INTO certified (variant, seed, par, line) VALUES (?, ?, ?, ?)",
+            (variant, str(seed), par, line),
         )
 
-    async def take_certified(self, variant: str) -> tuple[int, int] | None:
+    async def take_certified(self, variant: str) -> tuple[int, int, str] | None:
         """Delete one deal of ``variant`` from the table and return it."""
         row = (
             self._write()
             .execute(
                 "DELETE FROM certified WHERE variant = ? AND seed = "
-                "(SELECT seed FROM certified WHERE variant = ? LIMIT 1) RETURNING seed, par",
+                "(SELECT seed FROM certified WHERE variant = ? LIMIT 1) "
+                "RETURNING seed, par, line",
                 (variant, variant),
             )
             .fetchone()
         )
-        return None if row is None else (int(row[0]), int(row[1]))
+        return None if row is None else (int(row[0]), int(row[1]), str(row[2]))
+
+    async def keep_line(
+        self, variant: str, seed: int, line: str, now_ms: int, keep_ms: int
+    ) -> None:
+        """Keep the line in ``lines`` (the races' pruning forgets it with them)."""
+        self._write().execute(
+            "INSERT OR REPLACE INTO lines (variant, seed, expires_ms, line) VALUES (?, ?, ?, ?)",
+            (variant, str(seed), now_ms + keep_ms, line),
+        )
+
+    async def certified_line(self, variant: str, seed: int, now_ms: int) -> str | None:
+        """The line from ``lines``, unless past its time."""
+        row = self.db.execute(
+            "SELECT line FROM lines WHERE variant = ? AND seed = ? AND expires_ms > ?",
+            (variant, str(seed), now_ms),
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     async def certified_count(self, variant: str) -> int:
         """The rows of ``variant`` in the ``certified`` table."""

@@ -752,19 +752,36 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     def _certified_key(self, variant: str) -> str:
         return f"{self.prefix}:{{certified}}:{variant}"
 
-    async def put_certified(self, variant: str, seed: int, par: int) -> None:
-        """RPUSH ``seed:par`` onto the game's list."""
+    async def put_certified(self, variant: str, seed: int, par: int, line: str) -> None:
+        """RPUSH ``seed:par:line`` onto the game's list."""
         with self._guard():
-            await self._redis.rpush(self._certified_key(variant), f"{seed}:{par}")
+            await self._redis.rpush(self._certified_key(variant), f"{seed}:{par}:{line}")
 
-    async def take_certified(self, variant: str) -> tuple[int, int] | None:
-        """LPOP one ``seed:par`` off the game's list (atomic: no two nodes get one twice)."""
+    async def take_certified(self, variant: str) -> tuple[int, int, str] | None:
+        """LPOP one ``seed:par:line`` off the game's list (atomic: no two nodes get one
+        twice)."""
         with self._guard():
             item = await self._redis.lpop(self._certified_key(variant))
         if not isinstance(item, bytes | str):  # None: the list is empty
             return None
-        seed, par = _bytes(item).decode().split(":")
-        return int(seed), int(par)
+        seed, par, line = _bytes(item).decode().split(":", 2)
+        return int(seed), int(par), line
+
+    def _line_key(self, variant: str, seed: int) -> str:
+        return f"{self.prefix}:{{certified}}:line:{variant}:{seed}"
+
+    async def keep_line(
+        self, variant: str, seed: int, line: str, now_ms: int, keep_ms: int
+    ) -> None:
+        """SET the line, for Redis to forget after ``keep_ms``."""
+        with self._guard():
+            await self._redis.set(self._line_key(variant, seed), line, px=max(1, keep_ms))
+
+    async def certified_line(self, variant: str, seed: int, now_ms: int) -> str | None:
+        """GET the line."""
+        with self._guard():
+            value = await self._redis.get(self._line_key(variant, seed))
+        return None if value is None else _bytes(value).decode()
 
     async def certified_count(self, variant: str) -> int:
         """LLEN of the game's list."""

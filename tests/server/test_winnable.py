@@ -12,9 +12,11 @@ from conftest import TIMEOUT, RunningServer, ServerFactory
 from test_backends import open_backend
 
 from solrace.client import Client, ServerError
+from solrace.engine import format_move, replay
 from solrace.engine.solver import Verdict, solve_deal
 from solrace.server import Backend
 from solrace.server.deal_pool import CERTIFIABLE, certify
+from solrace.server.races import check_race
 
 
 @pytest.fixture
@@ -30,15 +32,19 @@ async def backend(
 async def test_the_pool_hands_each_certified_deal_out_once(backend: Backend) -> None:
     assert await backend.take_certified("canfield") is None
     for seed in range(10, 20):
-        await backend.put_certified("canfield", seed, 100 + seed)
-    await backend.put_certified("rainbow-canfield", 99, 80)
+        await backend.put_certified("canfield", seed, 100 + seed, f"d w-f{seed}")
+    await backend.put_certified("rainbow-canfield", 99, 80, "d d")
     assert await backend.certified_count("canfield") == 10
     taken = await asyncio.gather(*(backend.take_certified("canfield") for _ in range(12)))
     got = [t for t in taken if t is not None]
-    assert sorted(got) == [(seed, 100 + seed) for seed in range(10, 20)]
+    assert sorted(got) == [(seed, 100 + seed, f"d w-f{seed}") for seed in range(10, 20)]
     assert taken.count(None) == 2
     assert await backend.certified_count("canfield") == 0
-    assert await backend.take_certified("rainbow-canfield") == (99, 80)
+    assert await backend.take_certified("rainbow-canfield") == (99, 80, "d d")
+    # A dealt deal's line is kept for its races' replays, for the time given.
+    await backend.keep_line("canfield", 12, "d w-f", 1_000, 5_000)
+    assert await backend.certified_line("canfield", 12, 2_000) == "d w-f"
+    assert await backend.certified_line("canfield", 13, 2_000) is None
 
 
 def test_certify_keeps_only_deals_the_solver_wins() -> None:
@@ -47,7 +53,10 @@ def test_certify_keeps_only_deals_the_solver_wins() -> None:
         found = certify("canfield", seed, 1.0)
         outcome = solve_deal("canfield", seed, budget_s=1.0)
         if outcome.verdict is Verdict.WINNABLE:
-            assert outcome.moves is not None and found == (seed, len(outcome.moves))
+            assert outcome.moves is not None and found is not None
+            line = [format_move(m) for m in outcome.moves]
+            assert found == (seed, len(line), " ".join(line))
+            assert replay("canfield", seed, found[2].split()).status.value == "won"
             won += 1
         else:
             assert found is None
@@ -97,6 +106,11 @@ async def test_a_winnable_room_deals_only_certified_deals_with_par(server: Runni
             assert outcome.moves is not None and len(outcome.moves) == par
             snapshot = await ann.sync()
             assert snapshot["par"] == par and snapshot["seed"] == seed
+            # The race kept for its replay holds the certified line: it wins in par moves.
+            kept = await server.node.backend.load_race(room["code"], n + 1, server.node.now_ms())
+            assert kept is not None and len(kept["par_line"]) == par
+            assert replay("canfield", seed, kept["par_line"]).status.value == "won"
+            assert check_race(kept) == []
         assert len(seeds) == 3
     # The pool is topped up behind the races, in the solver's worker.
     async with asyncio.timeout(4 * TIMEOUT):
