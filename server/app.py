@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import signal
+import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
@@ -301,6 +302,16 @@ class SolraceServer:
         return client_key(forwarded_client(peer, forwarded, real_ip, self.config.trusted_proxies))
 
 
+def page_url(host: str, port: int) -> str:
+    """The address a person opens for a node listening on ``host``:``port`` (a node on
+    every address is reached on this machine at 127.0.0.1)."""
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
 async def run(config: ServerConfig) -> None:
     """Serve until SIGTERM or SIGINT, then close every connection with 1001.
 
@@ -316,6 +327,7 @@ async def run(config: ServerConfig) -> None:
         with contextlib.suppress(Exception):
             await server.close()
         raise
+    print(f"solrace: open {page_url(config.host, server.port)} in a browser", file=sys.stderr)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

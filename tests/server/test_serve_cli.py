@@ -320,3 +320,23 @@ def test_serve_with_an_unknown_loop_in_the_environment_says_so(tmp_path: Path) -
     )
     result = Exit(process.returncode, process.stderr)
     assert_one_clear_line(result, "unknown event loop 'tokio' (--loop or SOLRACE_LOOP)")
+
+
+def test_serve_says_which_address_to_open(tmp_path: Path) -> None:
+    node = NodeProcess(tmp_path, None)
+    node.start()
+    try:
+        node.wait_listening()
+        said = (node.directory / "node.log").read_text()
+    finally:
+        node.stop()
+    assert f"solrace: open http://127.0.0.1:{node.port}/ in a browser" in said.splitlines()
+
+
+def test_the_address_to_open_names_this_machine_for_a_node_on_every_address() -> None:
+    from solrace.server.app import page_url
+
+    assert page_url("0.0.0.0", 8765) == "http://127.0.0.1:8765/"
+    assert page_url("::", 8765) == "http://127.0.0.1:8765/"
+    assert page_url("::1", 80) == "http://[::1]:80/"
+    assert page_url("games.example", 8765) == "http://games.example:8765/"
