@@ -98,6 +98,9 @@ class CreateRoom:
     winnable: bool | None = None
     """Deal only certified-winnable deals (None: the server's default for the game: on for
     Canfield, Rainbow Canfield and American Canister; British Canister has none)."""
+    ghost: str | None = None
+    """Race a recorded run as a ghost: ``CODE/RACE/PLAYER`` (a kept race) or
+    ``daily/DATE/VARIANT/PLAYER`` (a ranked daily run once its seed is out)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -27,8 +28,10 @@ from ..protocol import (
 )
 from . import room as rooms
 from .deal_pool import CERTIFIABLE
+from .ghosts import GhostRun
 from .room import (
     MIN_SPECTATOR_DELAY,
+    Ghost,
     Outcome,
     Role,
     Room,
@@ -77,7 +80,16 @@ class RoomCommands:
             raise ProtocolError(ErrorCode.TOO_MANY_ROOMS, "this server holds all the rooms it can")
         node.guard.check_room(session, code)
 
-    def _settings(self, req: CreateRoom) -> Settings:
+    def _settings(self, req: CreateRoom, ghost: GhostRun | None = None) -> Settings:
+        if ghost is not None:  # alone against the run, on its deal, with time to finish it
+            longest = self.node.config.max_time_limit_s
+            req = replace(
+                req,
+                variant=ghost.variant,
+                max_players=1,
+                winnable=False,
+                time_limit=min(longest, max(req.time_limit, ghost.end[3] // 1000 + 10)),
+            )
         rooms.check_variant(req.variant)
         cfg = self.node.config
         checks = (
@@ -118,6 +130,7 @@ class RoomCommands:
             finish=rooms.finish_mode(req.finish),
             finish_grace=rooms.DEFAULT_FINISH_GRACE if grace is None else grace,
             winnable=winnable,
+            ghost=None if ghost is None else ghost.ref,
         )
 
     @staticmethod
@@ -153,7 +166,8 @@ class RoomCommands:
         player_id = node.identified(session)
         if session.room is not None:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
-        settings = self._settings(req)
+        ghost = None if req.ghost is None else await node.ghosts.find(req.ghost, player_id)
+        settings = self._settings(req, ghost)
         self.check_capacity(session, None)
         await node.guard.spend(session, node.guard.rooms, node.now_ms())
         if settings.winnable:
@@ -223,34 +237,40 @@ class RoomCommands:
 
     async def ready(self, session: Session, req: SetReady) -> None:
         """Say ready (or not); the race starts once every player (two or more) is."""
-        seed, par = await self._deal(session, req.ready)
+        seed, par, ghost = await self._deal(session, req.ready)
         now = self.node.now_ms
         await self._lobby(
-            session, req.id, lambda r, p: rooms.set_ready(r, p, req.ready, now(), seed, par)
+            session,
+            req.id,
+            lambda r, p: rooms.set_ready(r, p, req.ready, now(), seed, par, ghost),
         )
 
     async def start(self, session: Session, req: StartRace) -> None:
         """The host starts the countdown."""
-        seed, par = await self._deal(session, None)
+        seed, par, ghost = await self._deal(session, None)
         now = self.node.now_ms
-        await self._lobby(session, req.id, lambda r, p: rooms.start(r, p, now(), seed, par))
+        await self._lobby(session, req.id, lambda r, p: rooms.start(r, p, now(), seed, par, ghost))
 
-    async def _deal(self, session: Session, ready: bool | None) -> tuple[int, int | None]:
-        """The seed of the race this command may start, and its par: a certified deal from
-        the pool if the room deals only winnable ones and the command starts its race
-        (:func:`rooms.will_start`), else any seed."""
+    async def _deal(
+        self, session: Session, ready: bool | None
+    ) -> tuple[int, int | None, Ghost | None]:
+        """The seed of the race this command may start, its par and its ghost: a ghost
+        room's run's deal; a certified deal from the pool if the room deals only winnable
+        ones and the command starts its race (:func:`rooms.will_start`); else any seed."""
         node = self.node
         code = session.room
         room = None if code is None else node.record(code)
         player_id = session.player_id
-        if (
-            room is not None
-            and player_id is not None
-            and room.settings.winnable
-            and rooms.will_start(room, player_id, ready)
-        ):
-            return await node.deals.take(room.settings.variant)
-        return secrets.randbits(SEED_BITS), None
+        starts = room is not None and player_id is not None
+        if starts and room is not None and player_id is not None:
+            starts = rooms.will_start(room, player_id, ready)
+        if room is not None and starts and room.settings.ghost is not None:
+            run = await node.ghosts.find(room.settings.ghost, None)
+            return run.seed, None, run.ghost
+        if room is not None and starts and room.settings.winnable:
+            seed, par = await node.deals.take(room.settings.variant)
+            return seed, par, None
+        return secrets.randbits(SEED_BITS), None, None
 
     async def rematch(self, session: Session, req: Rematch) -> None:
         """Back to the lobby after a race, for a new deal."""
@@ -450,6 +470,8 @@ class RoomCommands:
                 if room is not None and room.state is RoomState.RACING:
                     outcome = await self._reconcile(room, outcome)
                 await node.fanout.publish(code, outcome)
+                if outcome.room is not None and outcome.room.settings.ghost is not None:
+                    node.spawn(node.ghosts.race(code, outcome.room))  # the ghost goes on
             except Exception:
                 log.exception("room_not_recovered", room=code)
                 continue
@@ -464,7 +486,7 @@ class RoomCommands:
         assert room.seed is not None
         updates: list[Standing] = []
         for player_id, standing in room.players.items():
-            if standing.over(room.settings.undo):
+            if standing.over(room.settings.undo) or standing.ghost is not None:
                 continue
             length = await backend.log_length(room.code, room.race, player_id)
             if length == standing.moves:

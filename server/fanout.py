@@ -57,6 +57,8 @@ class FanOut:
         for event in outcome.events:
             if isinstance(event, RaceStarted):
                 node.metrics.races.inc()
+                if outcome.room is not None and outcome.room.settings.ghost is not None:
+                    node.spawn(node.ghosts.race(code, outcome.room))
             if isinstance(event, RaceOver):
                 record = outcome.room or (held.record if held is not None else None)
                 await self._record_results(code, event, record)
@@ -260,6 +262,8 @@ class FanOut:
             return
         players: dict[str, Any] = {}
         for result in event.results:
+            if result.get("ghost"):
+                continue  # its run is kept where it came from (the room's ``ghost``)
             timed = await node.backend.read_timed_moves(code, event.race, result["player_id"])
             players[result["player_id"]] = {
                 "name": result["name"],
@@ -279,6 +283,7 @@ class FanOut:
             "seed": event.seed,
             "par": event.par,
             "par_line": line.split() if line else None,
+            "ghost": settings.ghost if settings is not None else None,
             "undo": settings.undo if settings is not None else True,
             "spectators": settings.spectators.value if settings is not None else "off",
             "ended_ms": now,

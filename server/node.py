@@ -52,6 +52,7 @@ from .config import ServerConfig
 from .daily_commands import DailyCommands
 from .deal_pool import DealPool
 from .fanout import FanOut
+from .ghosts import Ghosts
 from .identity import Identity
 from .local_room import LocalRoom
 from .metrics import Metrics
@@ -116,6 +117,7 @@ class Node:
         self.fanout = FanOut(self)
         self.daily = DailyCommands(self)
         self.deals = DealPool(self)
+        self.ghosts = Ghosts(self)
         self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
             Hello: self.identity.hello,
             CreateRoom: self.commands.create_room,

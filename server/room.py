@@ -46,6 +46,7 @@ __all__ = [
     "TRANSITIONS",
     "Event",
     "Finish",
+    "Ghost",
     "Member",
     "Outcome",
     "PlayerRace",
@@ -197,6 +198,9 @@ class Settings:
     finish_grace: int = DEFAULT_FINISH_GRACE
     winnable: bool = False
     """Deal only deals the solver certified winnable (with every card known)."""
+    ghost: str | None = None
+    """The recorded run this room races as a ghost (``CODE/RACE/PLAYER`` or
+    ``daily/DATE/VARIANT/PLAYER``): every race deals its deal."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.spectators, SpectatorMode):  # a mode's name, or a boolean
@@ -218,6 +222,8 @@ class Settings:
             "finish_grace": self.finish_grace,
             "winnable": self.winnable,
         }
+        if self.ghost is not None:
+            data["ghost"] = self.ghost
         if self.daily is not None:
             data["daily"] = self.daily
             data["attempt"] = self.attempt
@@ -259,12 +265,42 @@ class PlayerRace:
     elapsed_ms: int = 0
     banked_at_ms: int = 0
     finished_ms: int | None = None
+    ghost: list[Any] | None = None
+    """A ghost's recorded end, ``[status, banked, moves, time_ms, banked_at_ms]``: a ghost
+    is a recorded run whose progress moves on its own recorded times (None for people)."""
 
     def over(self, undo: bool) -> bool:
         """Whether this player's game has ended in a room whose undo setting is ``undo``:
         won, resigned or out of time, or stuck where undo is off (where undo is allowed, a
-        stuck player may still undo out of it, or resign)."""
+        stuck player may still undo out of it, or resign). A ghost's stuck is its end."""
+        if self.ghost is not None:
+            return self.status in DONE
         return self.status in DONE and not (undo and self.status == "stuck")
+
+    def at_end(self) -> PlayerRace:
+        """A ghost as its recorded run ended (a person as they are)."""
+        if self.ghost is None:
+            return self
+        status, banked, moves, time_ms, banked_at = self.ghost
+        return replace(
+            self,
+            status=status,
+            banked=banked,
+            moves=moves,
+            elapsed_ms=time_ms,
+            banked_at_ms=banked_at,
+            finished_ms=time_ms,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Ghost:
+    """A recorded run raced as a ghost: its id in the race, name, and recorded end."""
+
+    player_id: str
+    name: str
+    end: list[Any]
+    """``[status, banked, moves, time_ms, banked_at_ms]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +357,7 @@ class Room:
                     r.elapsed_ms,
                     r.banked_at_ms,
                     r.finished_ms,
+                    r.ghost,
                 ]
                 for p, r in self.players.items()
             ],
@@ -600,7 +637,13 @@ def set_settings(
 
 
 def set_ready(
-    room: Room, player_id: str, ready: bool, now_ms: int, seed: int, par: int | None = None
+    room: Room,
+    player_id: str,
+    ready: bool,
+    now_ms: int,
+    seed: int,
+    par: int | None = None,
+    ghost: Ghost | None = None,
 ) -> Outcome:
     """Set a player's ready flag; when every player (two or more) is ready, the race starts."""
     member = room.members.get(player_id)
@@ -617,7 +660,7 @@ def set_ready(
     if len(players) >= 2 and all(members[p].ready for p in players):
         out = _emit(room, _members)
         assert out.room is not None
-        begun = _begin(out.room, now_ms, seed, par)
+        begun = _begin(out.room, now_ms, seed, par, ghost)
         return Outcome(begun.room, out.events + begun.events)
     return _emit(room, _members)
 
@@ -638,7 +681,14 @@ def will_start(room: Room, player_id: str, ready: bool | None = None) -> bool:
     )
 
 
-def start(room: Room, player_id: str, now_ms: int, seed: int, par: int | None = None) -> Outcome:
+def start(
+    room: Room,
+    player_id: str,
+    now_ms: int,
+    seed: int,
+    par: int | None = None,
+    ghost: Ghost | None = None,
+) -> Outcome:
     """The host starts the countdown (or the race at once with a zero countdown)."""
     if player_id not in room.members:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
@@ -646,10 +696,12 @@ def start(room: Room, player_id: str, now_ms: int, seed: int, par: int | None = 
         raise _fail(ErrorCode.NOT_HOST, "only the host starts the race")
     if room.state is not RoomState.LOBBY:
         raise _fail(ErrorCode.WRONG_STATE, f"the room is in state {room.state.value}")
-    return _begin(room, now_ms, seed, par)
+    return _begin(room, now_ms, seed, par, ghost)
 
 
-def _begin(room: Room, now_ms: int, seed: int, par: int | None = None) -> Outcome:
+def _begin(
+    room: Room, now_ms: int, seed: int, par: int | None = None, ghost: Ghost | None = None
+) -> Outcome:
     countdown = room.settings.countdown
     deal = new_game(room.settings.variant, seed)
     # Canfield games deal one card home; a few deals are stuck before the first move
@@ -664,6 +716,10 @@ def _begin(room: Room, now_ms: int, seed: int, par: int | None = None) -> Outcom
         )
         for p in room.player_ids()
     }
+    if ghost is not None:
+        players[ghost.player_id] = PlayerRace(
+            ghost.name, banked=deal.banked, status="playing", ghost=list(ghost.end)
+        )
     room = replace(
         room,
         state=TRANSITIONS[(room.state, "start")],
@@ -707,9 +763,9 @@ def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
     ):
         elapsed = room.deadline_ms - (room.starts_ms or 0)
         undo = room.settings.undo
-        players = {  # a player still stuck (undo allowed) counts as stuck
+        players = {  # a player still stuck (undo allowed) counts as stuck; a ghost ends
             p: r
-            if r.over(undo)
+            if r.over(undo) or r.ghost is not None
             else replace(
                 r, status=r.status if r.status == "stuck" else "out_of_time", elapsed_ms=elapsed
             )
@@ -736,7 +792,8 @@ def tick(room: Room, now_ms: int, grace_ms: int | None = None) -> Outcome:
         started = _emit(room, _race_started)
         assert started.room is not None
         # A deal stuck before its first move has nothing to undo: it ends at the start.
-        if started.room.players and all(r.status in DONE for r in started.room.players.values()):
+        people = [r for r in started.room.players.values() if r.ghost is None]
+        if people and all(r.status in DONE for r in people):
             finished = _finish(started.room, "all_done")
             return Outcome(finished.room, started.events + finished.events)
         return started
@@ -790,6 +847,7 @@ def _standing(room: Room, s: Standing) -> PlayerRace:
         elapsed_ms=elapsed,
         banked_at_ms=banked_at,
         finished_ms=elapsed if status in DONE and not (undo and status == "stuck") else None,
+        ghost=current.ghost,
     )
 
 
@@ -821,6 +879,8 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
         }
         if update.view is not None:
             entry["view"] = update.view
+        if new.ghost is not None:
+            entry["ghost"] = True
         entries.append(entry)
     if not entries:
         return Outcome(room)
@@ -832,7 +892,7 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
             if entry["status"] == "won":
                 entry["place"] = placed[entry["player_id"]]
     out = Outcome(room, (Progress(room.code, seq, entries),))
-    if finished and all(r.over(undo) for r in players.values()):
+    if finished and all(r.over(undo) for r in players.values() if r.ghost is None):
         over = _finish(room, "all_done")
         return Outcome(over.room, out.events + over.events)
     return out
@@ -911,10 +971,14 @@ def ranked_results(players: dict[str, PlayerRace]) -> list[dict[str, Any]]:
                 "time_ms": r.finished_ms if r.finished_ms is not None else r.elapsed_ms,
             }
         )
+        if r.ghost is not None:
+            results[-1]["ghost"] = True
     return results
 
 
 def _finish(room: Room, why: str) -> Outcome:
+    # A ghost ends as its recorded run did, whenever the people are done.
+    room = replace(room, players={p: r.at_end() for p, r in room.players.items()})
     results = ranked_results(room.players)
     room = replace(room, state=TRANSITIONS[(room.state, why)], results=results)
     assert room.seed is not None

@@ -473,6 +473,7 @@ def test_the_catalogue_spec_matches_the_dataclasses() -> None:
         "finish": ("str?", False),
         "finish_grace": ("int?", False),
         "winnable": ("bool?", False),
+        "ghost": ("str?", False),
     }
     assert REQUESTS["set_settings"][1] == {
         "id": ("int", True),

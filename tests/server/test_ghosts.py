@@ -1,0 +1,164 @@
+"""Ghost races, on both backends: race alone against a recorded run whose progress moves on
+its own recorded times; who may race which run; the ghost in the standings and results."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from conftest import TIMEOUT, RunningServer, ServerFactory
+from e2e_support import FAST, deal_seed, winning_deal
+
+from solrace.client import Client, ServerError
+from solrace.server.daily import utc_date
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> RunningServer:
+    return await start_server(limits=FAST)
+
+
+async def _recorded(server: RunningServer, spectators: str, line: list[str]) -> tuple[str, str]:
+    """A finished race in which Ann wins by ``line`` at a steady pace: its room code and
+    Ann's player id."""
+    async with Client(server.url, name="Ann", request_timeout=TIMEOUT) as ann:
+        await ann.create_room("canfield", countdown=0, spectators=spectators, max_players=1)
+        await ann.start()
+        await ann.next_event("race_started", timeout=TIMEOUT)
+        for move in line:
+            await ann.move(move)
+            await asyncio.sleep(0.01)
+        await ann.next_event("race_over", timeout=TIMEOUT)
+        assert ann.room is not None and ann.player_id is not None
+        return ann.room["code"], ann.player_id
+
+
+async def test_a_ghost_keeps_the_runs_timing_and_ranks_as_it_ran(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    code, ann_id = await _recorded(server, "live", line)
+    status = await _api(server, code)
+    played = status["players"][ann_id]
+    async with Client(server.url, name="Bea", request_timeout=TIMEOUT) as bea:
+        room = await bea.create_room("rainbow-canfield", ghost=f"{code}/1/{ann_id}", countdown=0)
+        settings = room["settings"]
+        assert settings["ghost"] == f"{code}/1/{ann_id}" and settings["variant"] == "canfield"
+        assert settings["max_players"] == 1
+        deal_seed(monkeypatch, seed + 1)  # the ghost's deal is dealt whatever the seed drawn
+        await bea.start()
+        started = await bea.next_event("race_started", timeout=TIMEOUT)
+        t0 = time.monotonic()
+        assert [p["name"] for p in started["players"]] == ["Bea", "Ann (ghost)"]
+        heard: dict[int, float] = {}  # the ghost's moves, and when each was heard
+        over: dict[str, Any] | None = None
+        async with asyncio.timeout(TIMEOUT + played["times"][-1] / 1000):
+            async for event in bea.events():
+                if event["type"] == "progress":
+                    for entry in event["players"]:
+                        if entry.get("ghost"):
+                            assert "view" not in entry
+                            heard.setdefault(entry["moves"], time.monotonic() - t0)
+                    if max(heard, default=0) == len(line):
+                        break
+        # Every move of the run came at its recorded time, within 50 ms.
+        assert set(heard) == set(range(1, len(line) + 1))
+        late = [heard[n] * 1000 - played["times"][n - 1] for n in heard]
+        assert max(late) < 50 and min(late) > -50, (min(late), max(late))
+        # The ghost has won; Bea resigns, and ranks below it.
+        await bea.resign()
+        over = await bea.next_event("race_over", timeout=TIMEOUT)
+    assert over["seed"] == seed
+    (ghost,) = [r for r in over["results"] if r.get("ghost")]
+    assert ghost["rank"] == 1 and ghost["status"] == "won" and ghost["moves"] == len(line)
+    assert ghost["time_ms"] == status["results"][0]["time_ms"]
+
+
+async def test_the_people_done_end_a_ghost_race_with_the_ghost_as_it_ended(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    code, ann_id = await _recorded(server, "live", line)
+    async with Client(server.url, name="Cy", request_timeout=TIMEOUT) as cy:
+        await cy.create_room("canfield", ghost=f"{code}/1/{ann_id}", countdown=0)
+        await cy.start()
+        await cy.next_event("race_started", timeout=TIMEOUT)
+        for move in line:  # Cy plays the same line, at once: faster than the ghost
+            await cy.move(move)
+        over = await cy.next_event("race_over", timeout=TIMEOUT)
+    first, second = over["results"]
+    assert first["player_id"] == cy.player_id and first["status"] == "won"
+    assert second.get("ghost") and second["status"] == "won" and second["moves"] == len(line)
+
+
+async def test_who_may_race_which_run(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    code, ann_id = await _recorded(server, "after", line)
+    today = utc_date(server.node.now_ms())
+    async with Client(server.url, name="Dee", request_timeout=TIMEOUT) as dee:
+        for ghost, says in (
+            (f"{code}/1/{ann_id}", "players' alone"),  # a room that showed no boards
+            (f"{code}/2/{ann_id}", "no such run"),
+            ("nonsense", "CODE/RACE/PLAYER"),
+            (f"daily/{today}/canfield/x", "seed is out"),  # today's runs: not yet
+            ("daily/2020-01-01/canfield/x", "no such ranked run"),
+        ):
+            with pytest.raises(ServerError) as refused:
+                await dee.create_room("canfield", ghost=ghost)
+            assert refused.value.code == "bad_settings" and says in str(refused.value), ghost
+
+
+async def _api(server: RunningServer, code: str) -> dict[str, Any]:
+    import json
+    import urllib.request
+
+    url = server.url.replace("ws://", "http://").rstrip("/") + f"/api/race?room={code}&race=1"
+
+    def fetch() -> dict[str, Any]:
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+            data: dict[str, Any] = json.loads(response.read())
+            return data
+
+    return await asyncio.to_thread(fetch)
+
+
+async def test_a_ranked_daily_run_is_raced_once_the_day_is_over(
+    start_server: ServerFactory,
+) -> None:
+    import datetime as dt
+
+    from daily_support import AT_ONCE, Clock, account, banking_deal
+
+    day = "2026-11-30"
+    clock = Clock(dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp())
+    server = await start_server(clock=clock, limits=FAST, **AT_ONCE)
+    variant, line = banking_deal(server.node.secret, day)
+    async with account(server.url, "eve") as eve:
+        await eve.daily(variant)
+        for move in line:
+            clock.now += 0.5
+            await eve.move(move)
+        await eve.resign()
+        await eve.next_event("race_over", timeout=TIMEOUT)
+        ref = f"daily/{day}/{variant}/{eve.player_id}"
+        with pytest.raises(ServerError):  # not while its seed is secret
+            await eve.create_room(variant, ghost=ref)
+    clock.now += 86_400
+    async with Client(server.url, name="Fay", request_timeout=TIMEOUT) as fay:
+        room = await fay.create_room("canfield", ghost=ref, countdown=0)
+        assert room["settings"]["variant"] == variant
+        await fay.start()
+        started = await fay.next_event("race_started", timeout=TIMEOUT)
+        assert [p["name"] for p in started["players"]] == ["Fay", "eve (ghost)"]
+        await fay.resign()
+        over = await fay.next_event("race_over", timeout=TIMEOUT)
+    (ghost,) = [r for r in over["results"] if r.get("ghost")]
+    assert ghost["status"] == "resigned" and ghost["moves"] == len(line)
+    assert ghost["rank"] == 1  # it banked a card; Fay none beyond the deal
