@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -206,6 +207,14 @@ def render_results(event: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def replay_url(server_url: str, event: dict[str, Any]) -> str:
+    """The replay page of the race a ``race_over`` event ends (public where the room's
+    spectators saw its boards, else to its players)."""
+    parts = urllib.parse.urlsplit(server_url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
+    return f"{scheme}://{parts.netloc}/replay/{event['room']}/{event['race']}"
+
+
 class _Session:
     """What the terminal client keeps of the room it is in."""
 
@@ -378,6 +387,8 @@ class _Session:
             if "boards" in event:
                 self.show_boards(event["boards"], " (final)")
             self.console.write(render_results(event))
+            if not event.get("daily"):
+                self.console.write(f"replay: {replay_url(self.client.url, event)}")
             self.console.write("type 'rematch' for a new deal, or 'q' to quit")
             self.finished.set()
         elif kind == "resumed":

@@ -105,4 +105,6 @@ async def test_watch_shows_boards_live_and_the_results(
     await console.shows(r"canfield\s+banked 1/52\s+moves 1")
     await host.resign()
     await console.shows(r"results of race 1 \(canfield, seed \d+\)")
+    http = server.url.replace("ws://", "http://").rstrip("/")
+    await console.shows(rf"^replay: {http}/replay/{room['code']}/1$")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
