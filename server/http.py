@@ -28,9 +28,11 @@ from websockets.http11 import Request, Response
 from ..protocol import ProtocolError
 from .backends import BackendUnavailable
 from .config import ServerConfig
-from .leaderboard import best_board, daily_info, day_board, player_history
+from .daily import parse_date
+from .leaderboard import best_board, daily_info, day_board, player_history, seed_revealed
 from .node import Node
-from .races import PUBLIC_MODES, readable_by
+from .races import PUBLIC_MODES, RACE_FORMAT, readable_by
+from .room import check_variant
 
 __all__ = [
     "MAX_PATH_LENGTH",
@@ -435,7 +437,10 @@ class HttpEndpoints:
 
     async def _race(self, request: Request, query: dict[str, str]) -> Response:
         """A finished race kept for its replay: to anyone if its room showed the boards as
-        it ran (spectators ``live`` or ``delayed``), else to its players alone."""
+        it ran (spectators ``live`` or ``delayed``), else to its players alone; or a ranked
+        daily attempt as one, to anyone once the day's seed is out."""
+        if "daily" in query:
+            return await self._daily_race(query)
         code = query.get("room", "").upper()
         try:
             race = int(query.get("race", ""))
@@ -464,6 +469,65 @@ class HttpEndpoints:
         return _json(
             http.HTTPStatus.OK, record, cache="no-cache" if public else "private, no-store"
         )
+
+    async def _daily_race(self, query: dict[str, str]) -> Response:
+        """``/api/race?daily=DATE&variant=V&player=ID``: a ranked daily attempt in the form
+        of a kept race (:mod:`.races`), once the day's seed is out."""
+        node = self.node
+        variant, player_id = query.get("variant", ""), query.get("player", "")
+        try:
+            date = parse_date(query.get("daily", ""))
+            check_variant(variant)
+            revealed = await seed_revealed(
+                node.backend,
+                date,
+                variant,
+                now_ms=node.now_ms(),
+                time_limit_s=self.config.daily_time_limit_s,
+            )
+            if not revealed:
+                return _error(
+                    http.HTTPStatus.FORBIDDEN,
+                    "forbidden",
+                    "a day's attempts are replayed once its seed is out",
+                )
+            entries = await node.backend.daily_entries(date, variant)
+            entry = next((e for e in entries if e.player_id == player_id and e.ranked), None)
+            if entry is None:
+                return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such ranked attempt")
+            deal = await node.deals.daily(date, variant)
+        except ProtocolError as error:
+            return _error(http.HTTPStatus.BAD_REQUEST, error.code.value, error.message)
+        except BackendUnavailable:
+            return _unavailable()
+        record = {
+            "format": RACE_FORMAT,
+            "room": f"daily/{date}/{variant}",
+            "race": entry.attempt,
+            "variant": variant,
+            "seed": deal.seed,
+            "par": deal.par,
+            "par_line": None,
+            "undo": False,
+            "spectators": "live",
+            "ended_ms": None,
+            "ghost": None,
+            "players": {
+                entry.player_id: {"name": entry.name, "moves": entry.log, "times": entry.times}
+            },
+            "results": [
+                {
+                    "rank": 1,
+                    "player_id": entry.player_id,
+                    "name": entry.name,
+                    "status": entry.status,
+                    "banked": entry.banked,
+                    "moves": entry.moves,
+                    "time_ms": entry.time_ms,
+                }
+            ],
+        }
+        return _json(http.HTTPStatus.OK, record)
 
     async def _admin(self, request: Request, path: str) -> Response:
         """The admin API (docs/operations.md, "Admin"), to the admin token alone.
