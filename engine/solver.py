@@ -82,6 +82,8 @@ class Model(Protocol):
 
     def key(self, state: Any) -> Hashable: ...
 
+    def table(self) -> Callable[[Any], bool]: ...
+
     def won(self, state: Any) -> bool: ...
 
     def expand(self, state: Any) -> Sequence[tuple[tuple[Action, ...], Any, Hashable]]: ...
@@ -145,8 +147,8 @@ def _search(
         return list(model.root_actions), 0, False
     won = model.won
     expand = model.expand
-    seen = {model.key(root)}
-    add = seen.add
+    fresh = model.table()
+    fresh(model.key(root))
     nodes = 1
     stack: list[Sequence[tuple[tuple[Action, ...], Any, Hashable]]] = [expand(root)]
     index = [0]
@@ -161,9 +163,8 @@ def _search(
             continue
         index[-1] = i + 1
         actions, child, key = children[i]
-        if key in seen:
+        if not fresh(key):
             continue
-        add(key)
         if won(child):
             path.append(actions)
             return [a for step in path for a in step], nodes, False

@@ -52,6 +52,7 @@ move alone sound for the search (:mod:`.solver`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from .cards import RANK, RED, SUIT
@@ -61,7 +62,9 @@ __all__ = ["CanfieldModel"]
 
 State = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int]
 Action = tuple[int, int, int]
-Child = tuple[tuple[Action, ...], State, bytes]
+Key = tuple[bytes, int]
+Child = tuple[tuple[Action, ...], State, Key]
+_NONE: Final = 255
 
 TO_FOUNDATION: Final = -2
 TO_EMPTY: Final = -1
@@ -85,11 +88,133 @@ def _cycle(p: int, n: int) -> int:
     return 0 if p % 3 == 0 or p == n else p
 
 
+# For the safe moves, by card: its suit, the rank below it, the suits of the other colour,
+# and the other suit of its colour.
+_SAFE: Final[tuple[tuple[int, int, int, int, int], ...]] = tuple(
+    (
+        SUIT[c],
+        RANK[c] - 1,
+        *((0, 3) if RED[c] else (1, 2)),
+        {0: 3, 3: 0, 1: 2, 2: 1}[SUIT[c]],
+    )
+    for c in range(52)
+)
+
+
+def _safe_pile(
+    piles: tuple[bytes, ...], found: tuple[int, ...], rc: int, among: Iterable[int]
+) -> int:
+    """The first pile of ``among`` whose top card goes to its foundation as a safe move
+    (module docstring), or -1."""
+    for i in among:
+        pile = piles[i]
+        if pile and (rc == 0 or len(pile) > 1):
+            s, need, o1, o2, twin = _SAFE[pile[-1]]
+            if (
+                found[s] == need
+                and found[o1] >= need
+                and found[o2] >= need
+                and found[twin] >= need - 1
+            ):
+                return i
+    return -1
+
+
+# The two cards that go on each card (one rank below, the other colour); none on an Ace.
+_BELOW: Final[tuple[tuple[int, ...], ...]] = tuple(
+    () if RANK[c] == 1 else tuple(s * 13 + RANK[c] - 2 for s in range(4) if (s in (1, 2)) != RED[c])
+    for c in range(52)
+)
+
+# The two cards a card goes on (one rank above, the other colour), by card; none for Kings.
+_ABOVE: Final[tuple[tuple[int, ...], ...]] = tuple(
+    () if RANK[c] == 13 else tuple(s * 13 + RANK[c] for s in range(4) if (s in (1, 2)) != RED[c])
+    for c in range(52)
+)
+
+
+def _reserve_stuck(piles: tuple[bytes, ...], found: tuple[int, ...], reserve: bytes) -> bool:
+    """Whether the top card of ``reserve`` (not empty) can never leave it.
+
+    Everything is worked out under the hypothesis that it never leaves, and the answer is
+    True when no way for it to leave is left (module docstring): ``on_tab`` over-estimates
+    the cards that are ever on the tableau, ``bankable`` those ever banked, ``off[c]``
+    whether tableau card ``c`` ever gets off the card it lies on.
+    """
+    locked = set(reserve)
+    on_tab = [False] * 52
+    bottoms = set()
+    for pile in piles:
+        bottoms.add(pile[0])
+        for c in pile:
+            on_tab[c] = True
+    for rank in range(12, 0, -1):  # from Queens down: a card goes on one a rank above
+        for s in range(4):
+            c = s * 13 + rank - 1
+            if not on_tab[c] and c not in locked and any(on_tab[a] for a in _ABOVE[c]):
+                on_tab[c] = True
+
+    def fits(c: int, under: int) -> bool:
+        """Whether ``c`` (with whatever lies on it) may ever move onto a card but ``under``."""
+        return any(on_tab[a] and a != under for a in _ABOVE[c])
+
+    bankable = [False] * 52
+    for s in range(4):
+        for r in range(found[s]):
+            bankable[s * 13 + r] = True
+    upper: dict[int, int] = {}
+    lower: dict[int, int] = {}
+    for pile in piles:
+        for k in range(len(pile) - 1):
+            upper[pile[k]] = pile[k + 1]
+            lower[pile[k + 1]] = pile[k]
+    off = dict.fromkeys(lower, False)
+    changed = True
+    while changed:
+        changed = False
+        for pile in piles:  # from the top down, so that a pass settles a pile
+            for k in range(len(pile) - 1, 0, -1):
+                c = pile[k]
+                if not off[c]:
+                    above = upper.get(c)
+                    exposed = above is None or off[above]
+                    if fits(c, pile[k - 1]) or (bankable[c] and exposed):
+                        off[c] = True
+                        changed = True
+        for s in range(4):
+            for r in range(found[s], 13):
+                c = s * 13 + r
+                if bankable[c]:
+                    continue
+                if r and not bankable[c - 1]:
+                    break
+                if c in locked or c in bottoms:
+                    break
+                above = upper.get(c)
+                if above is not None and not off[above]:
+                    break
+                bankable[c] = True
+                changed = True
+    top = reserve[-1]
+    if RANK[top] == 1 or bankable[top - 1]:
+        return False
+    if any(on_tab[a] for a in _ABOVE[top]):
+        return False
+    for pile in piles:  # a pile that empties takes the reserve's top card
+        b = pile[0]
+        if fits(b, -1):
+            return False
+        if (RANK[b] == 1 or bankable[b - 1]) and (len(pile) == 1 or off[pile[1]]):
+            return False
+    return True
+
+
 class CanfieldModel:
     """Canfield for the search: start, moves (best first), key and win test."""
 
     def __init__(self, game: Game) -> None:
         self.reserve = bytes(game.reserve)
+        self._stuck_cache: dict[bytes, bool] = {}
         found = [0, 0, 0, 0]
         for f in game.foundations:
             if f:
@@ -103,9 +228,33 @@ class CanfieldModel:
         )
         self.root_actions: tuple[Action, ...] = tuple(actions)
 
-    def key(self, state: State) -> bytes:
+    def key(self, state: State) -> Key:
         piles, found, rc, seq, p = state
-        return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc, p)) + seq
+        return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc)) + seq, p
+
+    @staticmethod
+    def table() -> Callable[[Key], bool]:
+        """A table of the states seen: ``fresh(key)`` is False for a state seen before or
+        one that a state seen before dominates (module docstring), and records the others."""
+        best: dict[bytes, list[int]] = {}
+
+        def fresh(key: Key) -> bool:
+            rest, p = key
+            got = best.get(rest)
+            if got is None:
+                got = best[rest] = [_NONE, _NONE, _NONE]
+                if p:
+                    got[p % 3] = p
+                return True
+            if not p:
+                return False
+            r = p % 3
+            if got[r] <= p:
+                return False
+            got[r] = p
+            return True
+
+        return fresh
 
     @staticmethod
     def won(state: State) -> bool:
@@ -115,16 +264,11 @@ class CanfieldModel:
         """Take the safe foundation moves (module docstring) until none is left."""
         piles, found, rc, seq, p = state
         while True:
-            m = min(found)
-            i = -1
-            for index, pile in enumerate(piles):
-                if pile:
-                    i = index
-                    c = pile[-1]
-                    if RANK[c] == m + 1 and found[SUIT[c]] == m and (len(pile) > 1 or not rc):
-                        break
-            else:
+            i = _safe_pile(piles, found, rc, range(len(piles)))
+            if i < 0:
                 return (piles, found, rc, seq, p)
+            pile = piles[i]
+            c = pile[-1]
             f = list(found)
             f[SUIT[c]] += 1
             found = tuple(f)
@@ -133,17 +277,42 @@ class CanfieldModel:
             piles = tuple(pl)
             actions.append((c, 1, TO_FOUNDATION))
 
-    def _child(self, out: list[Child], action: Action, state: State) -> None:
+    def _reserve_stuck(self, piles: tuple[bytes, ...], found: tuple[int, ...], rc: int) -> bool:
+        """Whether the reserve's top card can never leave it (module docstring)."""
+        key = b"\xff".join(sorted(piles)) + bytes((*found, rc))
+        known = self._stuck_cache.get(key)
+        if known is None:
+            known = self._stuck_cache[key] = _reserve_stuck(piles, found, self.reserve[:rc])
+        return known
+
+    def _child(
+        self, out: list[Child], action: Action, state: State, check: tuple[int, ...] = ()
+    ) -> None:
+        """Add the child ``state`` reached by ``action``, after the safe moves. A move that
+        leaves the foundations and the reserve as they were passes in ``check`` the piles
+        whose top it changed: only those tops may be safe, the state it leaves being settled."""
         actions = [action]
-        state = self._settle(state, actions)
+        if not check or _safe_pile(state[0], state[1], state[2], check) >= 0:
+            state = self._settle(state, actions)
         out.append((tuple(actions), state, self.key(state)))
 
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, seq, p = state
         reserve = self.reserve
         out: list[Child] = []
+        child = self._child
         n = len(seq)
         top_r = reserve[rc - 1] if rc else -1
+        wanted: dict[int, list[int]] = {}  # a card: the piles whose top it goes on
+        empty = -1
+        for j, tg in enumerate(piles):
+            if tg:
+                for a in _BELOW[tg[-1]]:
+                    wanted.setdefault(a, []).append(j)
+            elif empty < 0:
+                empty = j
+        if rc:
+            empty = -1  # CF-15: no move fills a pile while the reserve has cards
 
         def taken(i: int, k: int) -> tuple[list[bytes], int]:
             pl = list(piles)
@@ -170,105 +339,104 @@ class CanfieldModel:
                     pl, nrc = taken(i, 1)
                     f = list(found)
                     f[SUIT[c]] += 1
-                    self._child(out, (c, 1, TO_FOUNDATION), (tuple(pl), tuple(f), nrc, seq, p))
+                    child(out, (c, 1, TO_FOUNDATION), (tuple(pl), tuple(f), nrc, seq, p))
         if rc and found[SUIT[top_r]] == RANK[top_r] - 1:
             f = list(found)
             f[SUIT[top_r]] += 1
-            self._child(out, (top_r, 1, TO_FOUNDATION), (piles, tuple(f), rc - 1, seq, p))
+            child(out, (top_r, 1, TO_FOUNDATION), (piles, tuple(f), rc - 1, seq, p))
         for q in qs:
             c = seq[q - 1]
             if found[SUIT[c]] == RANK[c] - 1:
                 f = list(found)
                 f[SUIT[c]] += 1
                 nseq = seq[: q - 1] + seq[q:]
-                self._child(
-                    out, (c, 1, TO_FOUNDATION), (piles, tuple(f), rc, nseq, _cycle(q - 1, n - 1))
-                )
+                child(out, (c, 1, TO_FOUNDATION), (piles, tuple(f), rc, nseq, _cycle(q - 1, n - 1)))
         # 2. the reserve to the tableau
         if rc:
-            fits = _FITS[top_r]
-            for j, tg in enumerate(piles):
-                if tg and fits[tg[-1]]:
-                    pl = list(piles)
-                    pl[j] = tg + reserve[rc - 1 : rc]
-                    self._child(out, (top_r, 1, tg[-1]), (tuple(pl), found, rc - 1, seq, p))
+            for j in wanted.get(top_r, ()):
+                tg = piles[j]
+                pl = list(piles)
+                pl[j] = tg + reserve[rc - 1 : rc]
+                child(
+                    out,
+                    (top_r, 1, tg[-1]),
+                    (tuple(pl), found, rc - 1, seq, p),
+                    (j,) if rc > 1 else (),
+                )
         # 3. whole piles onto another pile (the reserve refills them)
         if rc:
             for i, pile in enumerate(piles):
-                if not pile or _run_length(pile) < len(pile):
+                if _run_length(pile) < len(pile):
                     continue
-                fits = _FITS[pile[0]]
-                for j, tg in enumerate(piles):
-                    if j != i and fits[tg[-1]]:
-                        pl, nrc = taken(i, len(pile))
-                        pl[j] = tg + pile
-                        self._child(
-                            out, (pile[0], len(pile), tg[-1]), (tuple(pl), found, nrc, seq, p)
-                        )
+                for j in wanted.get(pile[0], ()):
+                    tg = piles[j]
+                    pl, nrc = taken(i, len(pile))
+                    pl[j] = tg + pile
+                    child(
+                        out,
+                        (pile[0], len(pile), tg[-1]),
+                        (tuple(pl), found, nrc, seq, p),
+                        (j,) if nrc else (),
+                    )
         # 4. the waste to the tableau
         for q in qs:
             c = seq[q - 1]
-            fits = _FITS[c]
-            nseq = b""
-            empty_done = False
-            for j, tg in enumerate(piles):
-                if tg:
-                    if not fits[tg[-1]]:
-                        continue
-                    target = tg[-1]
-                elif rc or empty_done:
-                    continue
-                else:
-                    empty_done = True
-                    target = TO_EMPTY
-                if not nseq:
-                    nseq = seq[: q - 1] + seq[q:]
+            js = wanted.get(c, ())
+            if not js and empty < 0:
+                continue
+            nseq = seq[: q - 1] + seq[q:]
+            np = _cycle(q - 1, n - 1)
+            card = seq[q - 1 : q]
+            for j in js:
+                tg = piles[j]
                 pl = list(piles)
-                pl[j] = tg + bytes((c,))
-                self._child(out, (c, 1, target), (tuple(pl), found, rc, nseq, _cycle(q - 1, n - 1)))
+                pl[j] = tg + card
+                child(out, (c, 1, tg[-1]), (tuple(pl), found, rc, nseq, np), (j,))
+            if empty >= 0:
+                pl = list(piles)
+                pl[empty] = card
+                child(out, (c, 1, TO_EMPTY), (tuple(pl), found, rc, nseq, np), (empty,))
         # 5. other runs between tableau piles
         for i, pile in enumerate(piles):
             size = len(pile)
             for k in range(1, _run_length(pile) + 1 if pile else 1):
                 c = pile[-k]
-                fits = _FITS[c]
-                empty_done = False
-                for j, tg in enumerate(piles):
-                    if j == i:
-                        continue
-                    if tg:
-                        if not fits[tg[-1]] or (k == size and rc):
-                            continue
-                        target = tg[-1]
-                    elif rc or k == size or empty_done:
-                        continue
-                    else:
-                        empty_done = True
-                        target = TO_EMPTY
+                whole = k == size
+                if whole and rc:
+                    continue  # 3. above
+                for j in wanted.get(c, ()):
+                    tg = piles[j]
                     pl, nrc = taken(i, k)
                     pl[j] = tg + pile[-k:]
-                    self._child(out, (c, k, target), (tuple(pl), found, nrc, seq, p))
+                    child(out, (c, k, tg[-1]), (tuple(pl), found, nrc, seq, p), (i, j))
+                if empty >= 0 and not whole:
+                    pl = list(piles)
+                    pl[i] = pile[:-k]
+                    pl[empty] = pile[-k:]
+                    child(out, (c, k, TO_EMPTY), (tuple(pl), found, rc, seq, p), (i, empty))
         # 6. foundations back to the tableau
         for s in range(4):
             h = found[s]
             if not h:
                 continue
             c = s * 13 + h - 1
-            fits = _FITS[c]
-            empty_done = False
-            for j, tg in enumerate(piles):
-                if tg:
-                    if not fits[tg[-1]]:
-                        continue
-                    target = tg[-1]
-                elif rc or empty_done:
-                    continue
-                else:
-                    empty_done = True
-                    target = TO_EMPTY
+            js = wanted.get(c, ())
+            if not js and empty < 0:
+                continue
+            f = list(found)
+            f[s] -= 1
+            nf = tuple(f)
+            card = bytes((c,))
+            for j in js:
+                tg = piles[j]
                 pl = list(piles)
-                pl[j] = tg + bytes((c,))
-                f = list(found)
-                f[s] -= 1
-                self._child(out, (c, 1, target), (tuple(pl), tuple(f), rc, seq, p))
+                pl[j] = tg + card
+                child(out, (c, 1, tg[-1]), (tuple(pl), nf, rc, seq, p), (j,))
+            if empty >= 0:
+                pl = list(piles)
+                pl[empty] = card
+                child(out, (c, 1, TO_EMPTY), (tuple(pl), nf, rc, seq, p), (empty,))
+        if rc:  # a child whose reserve has a new top card that can never leave is dead
+            stuck = self._reserve_stuck
+            out = [ch for ch in out if not (0 < ch[1][2] < rc and stuck(*ch[1][:3]))]
         return out

@@ -26,6 +26,7 @@ which makes taking the move alone sound for the search (:mod:`.solver`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from .cards import RANK, RED, SUIT
@@ -47,6 +48,13 @@ _FITS: Final[tuple[tuple[bool, ...], ...]] = tuple(
 # The suits of the other colour, by card.
 _OPPOSITE: Final[tuple[tuple[int, int], ...]] = tuple(
     (0, 3) if RED[c] else (1, 2) for c in range(52)
+)
+
+
+# The two cards that go on each card: one rank below, of the other colour.
+_BELOW: Final[tuple[tuple[int, ...], ...]] = tuple(
+    () if RANK[c] == 1 else tuple(s * 13 + RANK[c] - 2 for s in range(4) if (s in (1, 2)) != RED[c])
+    for c in range(52)
 )
 
 
@@ -78,6 +86,20 @@ class CanisterModel:
         return b"\xff".join(sorted(state[0])) + b"\xfe" + bytes(state[1])
 
     @staticmethod
+    def table() -> Callable[[bytes], bool]:
+        """A table of the states seen: ``fresh(key)`` is False for a state seen before."""
+        seen: set[bytes] = set()
+        add = seen.add
+
+        def fresh(key: bytes) -> bool:
+            if key in seen:
+                return False
+            add(key)
+            return True
+
+        return fresh
+
+    @staticmethod
     def won(state: State) -> bool:
         return sum(state[1]) == 52
 
@@ -106,9 +128,23 @@ class CanisterModel:
             piles = tuple(pl)
             actions.append((c, 1, TO_FOUNDATION))
 
-    def _child(self, out: list[Child], action: Action, state: State) -> None:
+    def _child(self, out: list[Child], action: Action, state: State, src: int = -1) -> None:
+        """Add the child ``state`` reached by ``action``, after the safe moves. For a move
+        between piles (``src`` the pile it leaves), only the top it uncovers may be safe:
+        the other tops and the foundations are those of a settled state."""
         actions = [action]
-        state = self._settle(state, actions)
+        if src >= 0:
+            pile = state[0][src]
+            if pile:
+                c = pile[-1]
+                r = RANK[c]
+                found = state[1]
+                if found[SUIT[c]] == r - 1:
+                    a, b = _OPPOSITE[c]
+                    if r <= 2 or (found[a] >= r - 1 and found[b] >= r - 1):
+                        state = self._settle(state, actions)
+        else:
+            state = self._settle(state, actions)
         out.append((tuple(actions), state, self.key(state)))
 
     def expand(self, state: State) -> list[Child]:
@@ -123,29 +159,30 @@ class CanisterModel:
                     pl = list(piles)
                     pl[i] = pile[:-1]
                     self._child(out, (c, 1, TO_FOUNDATION), (tuple(pl), tuple(f)))
+        wanted: dict[int, list[int]] = {}  # a card: the piles whose top it goes on
+        empty = -1
+        for j, tg in enumerate(piles):
+            if tg:
+                for a in _BELOW[tg[-1]]:
+                    wanted.setdefault(a, []).append(j)
+            elif empty < 0:
+                empty = j
+        runs = self.runs
         for i, pile in enumerate(piles):
             if not pile:
                 continue
             size = len(pile)
-            run = _run_length(pile) if self.runs else 1
-            for k in range(run, 0, -1):
+            for k in range(_run_length(pile) if runs else 1, 0, -1):
                 c = pile[-k]
-                fits = _FITS[c]
-                empty_done = False
-                for j, tg in enumerate(piles):
-                    if j == i:
-                        continue
-                    if tg:
-                        if not fits[tg[-1]]:
-                            continue
-                        target = tg[-1]
-                    elif RANK[c] != KING or k == size or empty_done:
-                        continue
-                    else:
-                        empty_done = True
-                        target = TO_EMPTY
+                for j in wanted.get(c, ()):
+                    tg = piles[j]
                     pl = list(piles)
                     pl[i] = pile[:-k]
                     pl[j] = tg + pile[-k:]
-                    self._child(out, (c, k, target), (tuple(pl), found))
+                    self._child(out, (c, k, tg[-1]), (tuple(pl), found), i)
+                if empty >= 0 and k != size and RANK[c] == KING:
+                    pl = list(piles)
+                    pl[i] = pile[:-k]
+                    pl[empty] = pile[-k:]
+                    self._child(out, (c, k, TO_EMPTY), (tuple(pl), found), i)
         return out

@@ -13,32 +13,50 @@ A state is ``(piles, found, rc, sp, waste)``:
 Nothing fills an empty pile by itself (RC-14), and every rule treats the four piles
 alike, so the key sorts them.
 
+Draws are folded into the waste's moves. A draw changes nothing but the stock and the
+waste, and no move other than a draw or a move of the waste's top card depends on the
+waste or the stock (an empty pile takes the waste's top only once the reserve is empty,
+RC-16, and that is a move of the waste's top). So in any winning line a draw may be
+put off, past every move that does not touch the waste, until just before the next
+draw or move of the waste's top; the line keeps its length and its end. Every winning
+line therefore has a form of the same length in which each run of draws is followed at
+once by a move of the card drawn last (a won game has nothing left in the stock, and
+its last move banks a card). The model's moves are those of that form: besides the
+moves of the tableau, the reserve and the waste's top, "draw ``k`` cards (``k >= 1``) and
+move the last one drawn", to a foundation or to the tableau; a position just after a
+draw is never a state. The search (:mod:`.solver`) is complete over the model because
+from every state with a win, a win of that form starts with one of the model's moves.
+
 Dead positions, cut without a search: a pile that holds a card above a card of the same
 suit that its foundation needs earlier. A card leaves a tableau pile only to a
 foundation, from the top, or with its whole pile (RC-9, RC-11), so the upper card can
 never be banked before the lower one, which the foundation needs first.
 
 Safe moves to the foundations (taken alone, without trying anything else): a card ``c``
-that a foundation takes, at the top of a tableau pile, of the reserve or of the waste,
-whose rank is not the lead rank and when the four cards one rank below it are all on the
-foundations. Proof: only a card one rank below ``c`` ever goes on ``c`` (RC-8, RC-10: for a
-whole pile, its bottom card) and no card leaves a foundation (RC-22), so no card is ever
-put on ``c`` again. Take any winning line ``w`` from the position ``S`` and let ``w'`` be ``c`` to
-the foundation, then ``w`` without the moves of ``c`` alone (a whole pile that held ``c`` on
-its top moves with one card fewer and the same bottom card). By induction along ``w``, the
-position of ``w'`` is that of ``w`` with ``c`` on the foundations: every kept move is legal
-there, since none puts a card on ``c``, every other pile's top, the reserve's top and the
-waste's top are the same where ``w`` uses them (while ``c`` is still on the reserve or
-under the waste's top in ``w``, ``w`` plays no card from under it), a pile that ``c`` alone
-held is empty in ``w'`` (which only adds moves: an empty pile takes the same cards in both,
-RC-15 and RC-16, with the reserve empty in ``w'`` no later than in ``w``), and the stock is
-the same. ``w'`` ends won and is no longer than ``w`` (which banks ``c``), so from the new
-position a win is at least one move shorter than from ``S``, which makes taking the move
-alone sound for the search (:mod:`.solver`).
+that its foundation takes, at the top of a tableau pile, of the reserve or of the waste,
+when none of the four cards one rank below it can ever be put on it: each of them is on
+the foundations, or lies in a tableau pile above that pile's bottom card. Only a card one
+rank below ``c`` ever goes on ``c`` (RC-8; a whole pile by its bottom card, RC-10), and
+only as the reserve's or the waste's top card or as a pile's bottom card; no card leaves
+a foundation (RC-22), and a card above a pile's bottom card stays above it (a pile loses
+cards only from its top, RC-11, and moves whole onto another pile, RC-9), so none of
+those four is ever put on ``c``. Take any winning line ``w`` from the position ``S`` and let
+``w'`` be ``c`` to the foundation, then ``w`` without the moves of ``c`` (a whole pile that held
+``c`` on its top moves with one card fewer and the same bottom card; one that ``c`` alone
+held is not moved). By induction along ``w``, the position of ``w'`` is that of ``w`` with
+``c`` on the foundations: every kept move is legal there, since none puts a card on ``c``;
+every other pile's top, and the reserve's and the waste's top, are the same where ``w``
+uses them (while ``c`` is still on the reserve or the waste in ``w``, ``w`` plays no card
+from under it); a pile that ``c`` alone held is empty in ``w'``, which only adds moves (an
+empty pile takes the same cards in both, RC-15 and RC-16, with the reserve empty in ``w'``
+no later than in ``w``); and the stock is the same. ``w'`` ends won and is no longer than
+``w`` (which banks ``c``), so from the new position a win is at least one move shorter
+than from ``S``, which makes taking the move alone sound for the search.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from .cards import RANK, SUIT
@@ -57,6 +75,10 @@ DRAW_ACTION: Final = (-1, 0, 0)
 # _FITS[c][t]: card c goes on card t (one rank below, any suit, a King on an Ace).
 _FITS: Final[tuple[tuple[bool, ...], ...]] = tuple(
     tuple(RANK[c] % 13 + 1 == RANK[t] for t in range(52)) for c in range(52)
+)
+# The four cards one rank below each card (wrapping): those that may go on it.
+_BELOW: Final[tuple[tuple[int, ...], ...]] = tuple(
+    tuple(s * 13 + (RANK[c] - 2) % 13 for s in range(4)) for c in range(52)
 )
 
 
@@ -91,6 +113,20 @@ class RainbowModel:
         return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc, sp)) + waste
 
     @staticmethod
+    def table() -> Callable[[bytes], bool]:
+        """A table of the states seen: ``fresh(key)`` is False for a state seen before."""
+        seen: set[bytes] = set()
+        add = seen.add
+
+        def fresh(key: bytes) -> bool:
+            if key in seen:
+                return False
+            add(key)
+            return True
+
+        return fresh
+
+    @staticmethod
     def won(state: State) -> bool:
         return sum(state[1]) == 52
 
@@ -106,48 +142,91 @@ class RainbowModel:
             low[s] = r
         return False
 
+    def _safe(self, c: int, found: tuple[int, ...], piles: tuple[bytes, ...]) -> bool:
+        """Whether ``c`` goes to its foundation as a safe move (module docstring)."""
+        rel = self.rel
+        if found[SUIT[c]] != rel[c]:
+            return False
+        for d in _BELOW[c]:
+            if found[SUIT[d]] > rel[d]:
+                continue  # on the foundations
+            for pile in piles:
+                if len(pile) > 1 and pile[0] != d and d in pile:
+                    break
+            else:
+                return False
+        return True
+
     def _settle(self, state: State, actions: list[Action]) -> State:
         """Take the safe foundation moves (module docstring) until none is left."""
         piles, found, rc, sp, waste = state
-        rel = self.rel
         reserve = self.reserve
+        safe = self._safe
         while True:
-            m = min(found)
-            changed = False
             for i, pile in enumerate(piles):
-                if pile:
+                if pile and safe(pile[-1], found, piles):
                     c = pile[-1]
-                    r = rel[c]
-                    if 0 < r <= m and found[SUIT[c]] == r:
-                        pl = list(piles)
-                        pl[i] = pile[:-1]
-                        piles = tuple(pl)
-                        changed = True
-                        break
+                    pl = list(piles)
+                    pl[i] = pile[:-1]
+                    piles = tuple(pl)
+                    break
             else:
-                if rc:
+                if rc and safe(reserve[rc - 1], found, piles):
                     c = reserve[rc - 1]
-                    r = rel[c]
-                    if 0 < r <= m and found[SUIT[c]] == r:
-                        rc -= 1
-                        changed = True
-                if not changed and waste:
+                    rc -= 1
+                elif waste and safe(waste[-1], found, piles):
                     c = waste[-1]
-                    r = rel[c]
-                    if 0 < r <= m and found[SUIT[c]] == r:
-                        waste = waste[:-1]
-                        changed = True
-            if not changed:
-                return piles, found, rc, sp, waste
+                    waste = waste[:-1]
+                else:
+                    return piles, found, rc, sp, waste
             f = list(found)
             f[SUIT[c]] += 1
             found = tuple(f)
             actions.append((c, 1, TO_FOUNDATION))
 
-    def _child(self, out: list[Child], action: Action, state: State) -> None:
-        actions = [action]
-        state = self._settle(state, actions)
-        out.append((tuple(actions), state, self.key(state)))
+    def _child(self, out: list[Child], actions: tuple[Action, ...], state: State) -> None:
+        done = list(actions)
+        state = self._settle(state, done)
+        out.append((tuple(done), state, self.key(state)))
+
+    def _play(
+        self,
+        out: list[Child],
+        c: int,
+        draws: tuple[Action, ...],
+        piles: tuple[bytes, ...],
+        found: tuple[int, ...],
+        rc: int,
+        sp: int,
+        waste: bytes,
+    ) -> None:
+        """The moves of ``c``, the waste's top card after ``draws``, with ``waste`` below it."""
+        rel = self.rel
+        s = SUIT[c]
+        if found[s] == rel[c]:
+            f = list(found)
+            f[s] += 1
+            self._child(out, (*draws, (c, 1, TO_FOUNDATION)), (piles, tuple(f), rc, sp, waste))
+        fits = _FITS[c]
+        card = bytes((c,))
+        empty_done = False
+        for j, tg in enumerate(piles):
+            if tg:
+                if not fits[tg[-1]]:
+                    continue
+                target = tg[-1]
+                new = tg + card
+                if self._dead(new):
+                    continue
+            elif rc or empty_done:
+                continue
+            else:
+                empty_done = True
+                target = TO_EMPTY
+                new = card
+            pl = list(piles)
+            pl[j] = new
+            self._child(out, (*draws, (c, 1, target)), (tuple(pl), found, rc, sp, waste))
 
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, sp, waste = state
@@ -155,7 +234,6 @@ class RainbowModel:
         reserve = self.reserve
         out: list[Child] = []
         top_r = reserve[rc - 1] if rc else -1
-        top_w = waste[-1] if waste else -1
         # 1. to the foundations
         for i, pile in enumerate(piles):
             if pile:
@@ -165,15 +243,11 @@ class RainbowModel:
                     f[SUIT[c]] += 1
                     pl = list(piles)
                     pl[i] = pile[:-1]
-                    self._child(out, (c, 1, TO_FOUNDATION), (tuple(pl), tuple(f), rc, sp, waste))
+                    self._child(out, ((c, 1, TO_FOUNDATION),), (tuple(pl), tuple(f), rc, sp, waste))
         if rc and found[SUIT[top_r]] == rel[top_r]:
             f = list(found)
             f[SUIT[top_r]] += 1
-            self._child(out, (top_r, 1, TO_FOUNDATION), (piles, tuple(f), rc - 1, sp, waste))
-        if waste and found[SUIT[top_w]] == rel[top_w]:
-            f = list(found)
-            f[SUIT[top_w]] += 1
-            self._child(out, (top_w, 1, TO_FOUNDATION), (piles, tuple(f), rc, sp, waste[:-1]))
+            self._child(out, ((top_r, 1, TO_FOUNDATION),), (piles, tuple(f), rc - 1, sp, waste))
         # 2. the reserve to the tableau
         if rc:
             fits = _FITS[top_r]
@@ -195,7 +269,7 @@ class RainbowModel:
                     new = card
                 pl = list(piles)
                 pl[j] = new
-                self._child(out, (top_r, 1, target), (tuple(pl), found, rc - 1, sp, waste))
+                self._child(out, ((top_r, 1, target),), (tuple(pl), found, rc - 1, sp, waste))
         # 3. whole piles onto another pile
         for i, pile in enumerate(piles):
             if not pile:
@@ -210,33 +284,14 @@ class RainbowModel:
                     pl[i] = b""
                     pl[j] = new
                     self._child(
-                        out, (pile[0], len(pile), tg[-1]), (tuple(pl), found, rc, sp, waste)
+                        out, ((pile[0], len(pile), tg[-1]),), (tuple(pl), found, rc, sp, waste)
                     )
-        # 4. the waste to the tableau
+        # 4. the waste's top card, then draws of k cards and a move of the last one drawn
         if waste:
-            fits = _FITS[top_w]
-            card = waste[-1:]
-            empty_done = False
-            for j, tg in enumerate(piles):
-                if tg:
-                    if not fits[tg[-1]]:
-                        continue
-                    target = tg[-1]
-                    new = tg + card
-                    if self._dead(new):
-                        continue
-                elif rc or empty_done:
-                    continue
-                else:
-                    empty_done = True
-                    target = TO_EMPTY
-                    new = card
-                pl = list(piles)
-                pl[j] = new
-                self._child(out, (top_w, 1, target), (tuple(pl), found, rc, sp, waste[:-1]))
-        # 5. a draw
-        if sp < len(self.stock):
-            self._child(
-                out, DRAW_ACTION, (piles, found, rc, sp + 1, waste + self.stock[sp : sp + 1])
-            )
+            self._play(out, waste[-1], (), piles, found, rc, sp, waste[:-1])
+        stock = self.stock
+        draws: tuple[Action, ...] = ()
+        for q in range(sp, len(stock)):
+            draws += (DRAW_ACTION,)
+            self._play(out, stock[q], draws, piles, found, rc, q + 1, waste + stock[sp:q])
         return out
