@@ -468,6 +468,9 @@ async def test_nginx_serves_the_page_and_passes_healthz_through(nginx: Nginx) ->
         assert page.body == index.read_bytes(), path
         assert page.cache_control == ["no-cache"], path
         assert "ETag" in page.headers, f"{path} came from a node, not from nginx's files"
+    replay_page = await get(nginx.http_url("/replay/ABCD2345/1"))
+    assert replay_page.status == 200
+    assert replay_page.body == (WEB_ROOT / "replay.html").read_bytes()
     script = await get(nginx.http_url("/app.js"))
     assert script.status == 200
     assert script.headers["Content-Type"].split(";")[0] in {
