@@ -12,16 +12,25 @@ alone, each proved in its model's docstring. A proof there shows that a safe mov
 position from which a win, if there was one, is at least one move shorter; that is what
 makes the search below complete with them.
 
-The search is a depth-first search over the model's states with one table of the keys
+A model's moves may be shortcuts that stand for several of the engine's moves (draws
+folded into the waste's moves, in Canfield and Rainbow Canfield); a win's length below
+counts the model's moves. A model may also leave out moves that no winning line needs,
+when every winning line has a form no longer without them (draws put off until the
+card drawn is played, in Rainbow Canfield), and cut positions it proves lost.
+
+The search is a depth-first search over the model's states with one table of the states
 seen (a state is expanded once, however it was reached, so the cycles of the rules, such
-as a card moved back and forth, end there). It tries moves best first. It is exhaustive:
-if it runs out of states without a win, no win exists (a "no win" verdict); the state
-graph of every game is finite. Proof of completeness: the states it expanded are closed
-under its moves (every successor of an expanded state is expanded, or was seen before).
-If a win were reachable from the start, take, among the expanded states from which a
-win is reachable, one whose shortest win is shortest; its first move leads to a state,
-after the safe moves, from which a win is shorter still, and that state was expanded: a
-contradiction unless it is won, and the search stops at the first won state.
+as a card moved back and forth, end there). The table may also skip a state that one it
+recorded dominates: one whose shortest win is no longer (Canfield's waste, in its model).
+It tries moves best first. It is exhaustive: if it runs out of states without a win, no
+win exists (a "no win" verdict); the state graph of every game is finite. Proof of
+completeness: every successor of an expanded state is expanded, or skipped for a state
+recorded, hence expanded, whose shortest win is no longer. If a win were reachable from
+the start, take, among the expanded states from which a win is reachable, one whose
+shortest win is shortest; its first move leads to a state, after the safe moves, from
+which a win is shorter still, and that state, or one expanded whose win is no longer,
+was expanded: a contradiction unless it is won, and the search stops at the first won
+state.
 
 A winning line is turned back into the engine's moves by playing it on a copy of the
 engine's game (:func:`certificate`), which must end ``won``: the engine stays the source

@@ -23,31 +23,61 @@ reaches the others by draws alone) and is stored as 0; a ``p`` off the cycle is 
 A waste move is "draw (and redeal) until the card at ``q`` is the waste's top, then play
 it", for every ``q`` that ``p`` reaches.
 
+A state with ``p`` off the cycle dominates the states that differ from it only in a ``p``
+it reaches by draws alone: the same with ``p + 3``, ``p + 6``, … (below ``n``) or with ``p`` on
+the cycle. Its waste moves include theirs, each to the very same state, and each of its
+other moves leads to the state that dominates theirs in the same way, so by induction on
+their length, its shortest win in the model's moves is no longer than theirs. The table
+of states seen (:meth:`CanfieldModel.table`) therefore skips a state when the same piles,
+foundations, reserve and ``seq`` were recorded with a ``p`` that reaches its own: any ``p``
+when its ``p`` is on the cycle, else one no greater and equal to it modulo 3 (the search,
+:mod:`.solver`, explains why that keeps it complete).
+
 The key of a state sorts the tableau piles: while the reserve has cards no pile is ever
 empty (an emptied pile is filled at once, so at most one is empty at a time and the fill
 order never matters), and once the reserve is empty every empty pile is the same; the
 rules treat the piles alike otherwise.
 
-Safe moves to the foundations (taken alone, without trying anything else). Let ``m`` be
-the lowest of the four foundations' heights. A card ``c`` of rank ``r = m + 1`` at the top
-of a tableau pile whose foundation takes it, and which is not the pile's only card unless
-the reserve is empty, goes to the foundation at once. Proof: every card of rank below
-``r`` is on the foundations. Take any winning line ``w`` from the position ``S``; call a
-card *low* if its rank is below ``r``. Low cards only ever lie on low cards or on cards of
-rank ``r`` (the tableau builds down), so in every pile the low cards, if any, are the top
-of it, and no low card is ever a pile's bottom card while the reserve has cards (they
-are all on the foundations at ``S``, and only the reserve fills a pile then). Let ``w'`` be
-``c`` to the foundation, then ``w`` without the moves of low cards and of ``c`` (runs that
-carried low cards or ``c`` on their top carry fewer cards). By induction along ``w``, the
-position of ``w'`` is that of ``w`` with every low card and ``c`` on the foundations: every
-kept move is legal there (it moves a card of rank ``r`` or more, other than ``c``, onto a
-card of rank above ``r``, onto an empty pile, which is empty in both, or onto a
-foundation whose height is the same in both), the reserve fills the same piles at the
-same moves (a pile empties only when its bottom card leaves, and bottom cards are neither
-low nor ``c`` while the reserve has cards), and the stock and waste never differ. ``w'``
-ends won and is no longer than ``w``, since ``w`` banks ``c`` somewhere; so from the new
-position a win is at least one move shorter than from ``S``, which is what makes taking the
-move alone sound for the search (:mod:`.solver`).
+Safe moves to the foundations (taken alone, without trying anything else). A card ``c``
+of rank ``r`` at the top of a tableau pile, not the pile's only card unless the reserve is
+empty, goes to its foundation at once when that foundation takes it, both foundations of
+the other colour hold ``r - 1`` cards or more, and the other foundation of ``c``'s colour
+holds ``r - 2`` or more. Proof: call *low* the cards of rank ``r - 2`` or less, those of
+rank ``r - 1`` but ``c''`` (the one of the other suit of ``c``'s colour), and ``c``; every low
+card but ``c`` is on the foundations. A card only ever goes on a card one rank above it
+of the other colour, so a card that is not low never goes on a low one (it would have
+rank ``r - 1`` and ``c``'s colour, so be ``c''``, and go on a card of rank ``r`` of the other
+colour, which is not low): in every pile the low cards, if any, are the top of it, and
+no low card is ever a pile's bottom card while the reserve has cards (they are on the
+foundations at ``S`` or are ``c``, and only the reserve fills a pile then). On each
+foundation, too, the low cards lie below every card that is not low. Take any winning
+line ``w`` from the position ``S`` and let ``w'`` be ``c`` to the foundation, then ``w``
+without the moves of low cards (runs that carried low cards on their top carry fewer
+cards). By induction along ``w``, the position of ``w'`` is that of ``w`` with every low
+card on the foundations: every kept move is legal there (it moves cards that are not low
+onto a card that is not low, onto an empty pile, which is empty in both, or onto a
+foundation whose top card is the same in both, and a card it takes from a foundation is
+that foundation's top in both), the reserve fills the same piles at the same moves (a
+pile empties only when its bottom card leaves, and bottom cards are not low while the
+reserve has cards), and the stock and waste never differ. ``w'`` ends won and is no longer
+than ``w``, since ``w`` banks ``c`` somewhere; so from the new position a win is at least one
+move shorter than from ``S``, which is what makes taking the move alone sound for the
+search.
+
+Dead positions, cut without a search: a child whose reserve has a new top card ``X`` that
+can never leave it. Suppose ``X`` never leaves. Then no pile ever empties (CF-13 would
+fill it with ``X``): bottom cards never move and are never banked, no card of the reserve
+moves, and any other card may be on the foundations, on the tableau, or in the stock and
+waste, which :func:`_reserve_stuck` takes to be reachable at any time. It works out, as
+least fixed points of rules that every line of play under that hypothesis obeys, the
+cards ever on the tableau (those on it, and any card not in the reserve that goes on one
+of them), the cards ever banked (in suit order; never a reserve card or a bottom card;
+a tableau card only once the card on it can get off it) and, for each card lying on
+another, whether it ever gets off it (moved, with the cards on it, onto another card ever
+on the tableau, or banked). ``X`` leaves only to its foundation, onto a card on the
+tableau, or into a pile that empties (its bottom card moved onto such a card, or banked);
+when none of these is possible by those estimates, no line ever empties the reserve, and
+the position has no win.
 """
 
 from __future__ import annotations

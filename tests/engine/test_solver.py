@@ -11,15 +11,17 @@ places). Node budgets, not time, keep the run short and the same on every machin
 
 from __future__ import annotations
 
+import itertools
 import random
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
-from positions import CANFIELD_STUCK, RAINBOW_STUCK, build
+from positions import CANFIELD_STUCK, RAINBOW_STUCK, build, suit_run
 
-from solrace.engine import Game, Status, format_move, new_game, replay
+from solrace.engine import Game, Status, format_move, new_game, parse_card, replay
 from solrace.engine.cards import RANK, SUIT
 from solrace.engine.solver import Verdict, solve_deal, solve_deals, solve_position
+from solrace.engine.solver_canfield import CanfieldModel, _reserve_stuck
 from solrace.engine.solver_plain import plain_search
 
 CF, RC, AC, BC = "canfield", "rainbow-canfield", "american-canister", "british-canister"
@@ -117,7 +119,7 @@ def small_keep(variant: str, rng: random.Random) -> list[int]:
 def test_verdicts_agree_with_the_plain_search_on_constrained_deals(variant: str) -> None:
     rng = random.Random(2026)
     compared = 0
-    for seed in range(12):
+    for seed in range(24):
         game = constrained(variant, seed, small_keep(variant, rng), rng if seed % 2 else None)
         plain = plain_search(game, max_positions=2_000)
         if plain is None:
@@ -130,7 +132,7 @@ def test_verdicts_agree_with_the_plain_search_on_constrained_deals(variant: str)
                 game.apply(move)
             assert game.status is Status.WON
         compared += 1
-    assert compared >= 8
+    assert compared >= 16
 
 
 def buried(seed: int) -> Game:
@@ -200,3 +202,80 @@ def test_solve_deals_runs_in_worker_processes_in_the_seeds_order() -> None:
         outcomes = list(solve_deals(BC, [3, 1, 2], budget_s=1.0, executor=pool))
     assert [o.seed for o in outcomes] == [3, 1, 2]
     assert all(o.verdict is Verdict.NOT_WINNABLE for o in outcomes)
+
+
+# Canfield with the reserve's top card QD and 7H under it: 7H cannot go to its foundation
+# (6H lies under it), nor on a black 8 (both lie under it too), nor into a pile, since the
+# four Kings that hold the piles can neither move nor be banked (8C, 9D, 6H and 5S, which
+# their suits need, are all in the reserve). QD can go on KC or KS, and the stock has a
+# few cards to play, so there is something to search.
+RESERVE_STUCK = {
+    "foundations": [suit_run("C", 1, 7), suit_run("D", 1, 8), suit_run("H", 1, 5), "AS 2S 3S 4S"],
+    "tableau": ["KC", "KD", "KH", "KS"],
+    "reserve": "5S 9D 8C 8S 6H 7H QD",
+    "stock": "QH JS 10H",
+    "rest": "reserve",
+}
+
+
+def test_a_reserve_card_that_can_never_leave_is_no_win_by_both_searches() -> None:
+    game = build(CF, **RESERVE_STUCK)  # type: ignore[arg-type]
+    model = CanfieldModel(game)
+    piles, found, rc, _, _ = model.root
+    assert not _reserve_stuck(piles, found, model.reserve[:rc])  # QD can leave
+    assert _reserve_stuck(piles, found, model.reserve[: rc - 1])  # 7H, under it, never
+    assert plain_search(game, max_positions=20_000) is False
+    assert solve_position(game, budget_s=None, max_nodes=20_000).verdict is Verdict.NOT_WINNABLE
+    # With 6H in the stock instead, 7H may reach its foundation: not stuck.
+    free = build(CF, **{**RESERVE_STUCK, "reserve": "5S 9D 8C 8S 7H QD", "stock": "QH JS 10H 6H"})  # type: ignore[arg-type]
+    model = CanfieldModel(free)
+    piles, found, rc, _, _ = model.root
+    assert not _reserve_stuck(piles, found, model.reserve[: rc - 1])
+
+
+def test_canfield_waste_positions_that_others_reach_are_skipped() -> None:
+    fresh = CanfieldModel.table()
+    rest = b"piles, foundations, reserve and stock"
+    assert fresh((rest, 0))
+    assert not fresh((rest, 0))  # seen
+    assert fresh((rest, 4))  # off the draw cycle: reaches 4, 7, … and the cycle
+    assert not fresh((rest, 7))  # 4 reaches it
+    assert not fresh((rest, 0))  # any position reaches the cycle
+    assert fresh((rest, 5))  # the other residue
+    assert fresh((rest, 2))  # reaches 5
+    assert not fresh((rest, 8))
+    assert fresh((b"other", 7))
+
+
+def test_a_safe_move_with_one_foundation_a_rank_behind() -> None:
+    # 6H goes home at once: both black foundations hold 5 or more and diamonds, the other
+    # red suit, 4 (a 5 of diamonds could never go on 6H).
+    game = build(
+        CF,
+        foundations=[
+            suit_run("C", 1, 5),
+            suit_run("D", 1, 4),
+            suit_run("H", 1, 5),
+            suit_run("S", 1, 5),
+        ],
+        tableau=["7S 6H", "KD", "KH", "KC"],
+        rest="stock",
+    )
+    model = CanfieldModel(game)
+    assert (parse_card("6H"), 1, -2) in model.root_actions
+
+
+def test_rainbow_certificates_draw_only_to_play_the_card_drawn() -> None:
+    checked = 0
+    for seed in range(80):
+        outcome = solve_deal(RC, seed, budget_s=None, max_nodes=600)
+        if outcome.verdict is not Verdict.WINNABLE:
+            continue
+        assert outcome.moves is not None
+        texts = [format_move(m) for m in outcome.moves]
+        assert_certified(new_game(RC, seed), texts)
+        for before, after in itertools.pairwise(texts):
+            if before == "d":
+                assert after == "d" or after.startswith("w-"), (seed, before, after)
+        checked += 1
+    assert checked >= 3
