@@ -49,9 +49,17 @@ function storedToken() {
 
 // "/replay/CODE/RACE" -> {room, race}, or null.
 function linkFromPath(path) {
+  // A ranked daily attempt, once its day's seed is out: /replay/daily/DATE/VARIANT/PLAYER.
+  const daily = /^\/replay\/daily\/(\d{4}-\d{2}-\d{2})\/([a-z-]{1,32})\/([0-9a-f]{1,64})\/?$/.exec(path);
+  if (daily) {
+    const [, date, variant, player] = daily;
+    return { api: `/api/race?daily=${date}&variant=${variant}&player=${player}` };
+  }
   const match = /^\/replay\/([A-Za-z0-9]{1,16})\/([0-9]{1,10})\/?$/.exec(path);
   if (!match || Number(match[2]) < 1) return null;
-  return { room: match[1].toUpperCase(), race: Number(match[2]) };
+  const room = match[1].toUpperCase();
+  const race = Number(match[2]);
+  return { room, race, api: `/api/race?room=${encodeURIComponent(room)}&race=${race}` };
 }
 
 // -- what the page says when there is nothing to play ------------------------------------------
@@ -62,6 +70,11 @@ const PROBLEMS = {
     "This room showed no boards to its spectators, so the replay of its race is for the " +
       "players who raced it: log in as one of them in this browser (from the lobby), then " +
       "open this link again.",
+  ],
+  forbidden_daily: [
+    "Not yet",
+    "A day's attempts are replayed once its seed is out: after the day ends (UTC) and the " +
+      "last attempt of it can no longer run. Come back then.",
   ],
   not_found: [
     "No such replay",
@@ -93,7 +106,7 @@ async function load(link) {
   const headers = { Accept: "application/json" };
   const token = storedToken();
   if (token) headers.Authorization = `Bearer ${token}`;
-  const url = `/api/race?room=${encodeURIComponent(link.room)}&race=${link.race}`;
+  const url = link.api;
   let response;
   let text;
   try {
@@ -103,7 +116,7 @@ async function load(link) {
     showProblem("unavailable");
     return;
   }
-  if (response.status === 403) return showProblem("forbidden");
+  if (response.status === 403) return showProblem(link.room ? "forbidden" : "forbidden_daily");
   if (response.status === 404) return showProblem("not_found");
   if (response.status === 400) return showProblem("bad_link");
   if (!response.ok) return showProblem("unavailable", `HTTP ${response.status}`);
