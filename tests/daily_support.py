@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import json
 import urllib.error
 import urllib.request
@@ -137,3 +138,27 @@ def banking_deal(secret: bytes, date: str) -> tuple[str, list[str]]:
         if line is not None:
             return variant, line
     pytest.skip("no deal of the day banks a card within reach")  # pragma: no cover
+
+
+DAY = "2026-11-30"
+NOON = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()
+
+
+async def played_day(
+    start_server: Any, name: str, gap_s: float = 0.25, **overrides: Any
+) -> tuple[RunningServer, Clock, str, list[str], str]:
+    """A server whose clock stands at noon of :data:`DAY`, where the account ``name`` has
+    played a ranked attempt at a deal of the day that banks a card (a move each ``gap_s``
+    seconds), then resigned: the server, its clock, the variant, the line and the player."""
+    clock = Clock(NOON)
+    server = await start_server(clock=clock, **AT_ONCE, **overrides)
+    variant, line = banking_deal(server.node.secret, DAY)
+    async with account(server.url, name) as client:
+        await client.daily(variant)
+        for move in line:
+            clock.now += gap_s
+            await client.move(move)
+        await client.resign()
+        await client.next_event("race_over", timeout=TIMEOUT)
+        assert client.player_id is not None
+        return server, clock, variant, line, client.player_id

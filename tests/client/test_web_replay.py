@@ -508,23 +508,10 @@ async def test_a_room_that_showed_no_boards_keeps_its_replay_from_strangers(
 async def test_a_ranked_daily_attempt_has_a_replay_page_once_its_seed_is_out(
     browser: Browser, start_server: ServerFactory
 ) -> None:
-    import datetime as dt
+    from daily_support import DAY, played_day
 
-    from daily_support import AT_ONCE, Clock, account, banking_deal
-
-    day = "2026-11-30"
-    clock = Clock(dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp())
-    server = await start_server(clock=clock, **AT_ONCE)
-    variant, line = banking_deal(server.node.secret, day)
-    async with account(server.url, "hal") as hal:
-        await hal.daily(variant)
-        for move in line:
-            clock.now += 0.25
-            await hal.move(move)
-        await hal.resign()
-        await hal.next_event("race_over", timeout=TIMEOUT)
-        player = hal.player_id
-    path = f"/replay/daily/{day}/{variant}/{player}"
+    server, clock, variant, _, player = await played_day(start_server, "hal")
+    path = f"/replay/daily/{DAY}/{variant}/{player}"
     context, page, errors = await open_page(browser, server, path)
     await expect(page.locator(tid("replay-error-title"))).to_have_text("Not yet")
     clock.now += 86_400  # the day is over and its seed out

@@ -132,24 +132,15 @@ async def _api(server: RunningServer, code: str) -> dict[str, Any]:
 async def test_a_ranked_daily_run_is_raced_once_the_day_is_over(
     start_server: ServerFactory,
 ) -> None:
-    import datetime as dt
+    from daily_support import DAY, played_day
 
-    from daily_support import AT_ONCE, Clock, account, banking_deal
-
-    day = "2026-11-30"
-    clock = Clock(dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp())
-    server = await start_server(clock=clock, limits=FAST, **AT_ONCE)
-    variant, line = banking_deal(server.node.secret, day)
-    async with account(server.url, "eve") as eve:
-        await eve.daily(variant)
-        for move in line:
-            clock.now += 0.5
-            await eve.move(move)
-        await eve.resign()
-        await eve.next_event("race_over", timeout=TIMEOUT)
-        ref = f"daily/{day}/{variant}/{eve.player_id}"
+    server, clock, variant, line, eve_id = await played_day(
+        start_server, "eve", gap_s=0.5, limits=FAST
+    )
+    ref = f"daily/{DAY}/{variant}/{eve_id}"
+    async with Client(server.url, name="Eve2", request_timeout=TIMEOUT) as early:
         with pytest.raises(ServerError):  # not while its seed is secret
-            await eve.create_room(variant, ghost=ref)
+            await early.create_room(variant, ghost=ref)
     clock.now += 86_400
     async with Client(server.url, name="Fay", request_timeout=TIMEOUT) as fay:
         room = await fay.create_room("canfield", ghost=ref, countdown=0)

@@ -177,27 +177,15 @@ async def test_a_race_is_forgotten_after_the_retention(
 async def test_a_ranked_daily_attempt_is_replayed_once_its_seed_is_out(
     start_server: ServerFactory,
 ) -> None:
-    import datetime as dt
+    from daily_support import DAY, played_day
 
-    from daily_support import AT_ONCE, account, banking_deal
-
-    day = "2026-11-30"
-    clock = Clock(dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp())
-    server = await start_server(clock=clock, **AT_ONCE)
-    variant, line = banking_deal(server.node.secret, day)
-    async with account(server.url, "gil") as gil:
-        await gil.daily(variant)
-        for move in line:
-            clock.now += 0.25
-            await gil.move(move)
-        await gil.resign()
-        await gil.next_event("race_over", timeout=TIMEOUT)
-        path = f"/api/race?daily={day}&variant={variant}&player={gil.player_id}"
-        status, said = await _get(server, path)
-        assert (status, said["code"]) == (403, "forbidden")  # the seed is still secret
+    server, clock, variant, line, gil = await played_day(start_server, "gil")
+    path = f"/api/race?daily={DAY}&variant={variant}&player={gil}"
+    status, said = await _get(server, path)
+    assert (status, said["code"]) == (403, "forbidden")  # the seed is still secret
     clock.now += 86_400
     status, record = await _get(server, path)
-    assert status == 200 and record["players"][gil.player_id]["moves"] == line
+    assert status == 200 and record["players"][gil]["moves"] == line
     assert record["undo"] is False and check_race(record) == []
-    assert (await _get(server, f"/api/race?daily={day}&variant={variant}&player=nobody"))[0] == 404
+    assert (await _get(server, f"/api/race?daily={DAY}&variant={variant}&player=nobody"))[0] == 404
     assert (await _get(server, f"/api/race?daily=someday&variant={variant}&player=x"))[0] == 400
