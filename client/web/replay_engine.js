@@ -627,6 +627,8 @@ export function parseRecord(text) {
 }
 
 const FINAL = new Set(["resigned", "out_of_time", "stuck"]);
+export const PAR_ID = "par";
+const PAR_PACE_MS = 250;
 
 // The index of the last time in the ascending `times` that is <= t, plus one: how many
 // moves have been played by t.
@@ -651,9 +653,20 @@ export class RaceReplay {
     this.seed = toSeed(record.seed);
     const undoAllowed = record.undo !== false;
     const results = Array.isArray(record.results) ? record.results : [];
-    const played = record.players && typeof record.players === "object" ? record.players : {};
+    const played = { ...(record.players && typeof record.players === "object" ? record.players : {}) };
     const ids = [...results.map((r) => r.player_id).filter((id) => id in played)];
     for (const id of Object.keys(played)) if (!ids.includes(id)) ids.push(id);
+    // The certified winning line of a winnable deal, watched beside the players: four moves
+    // a second (it was found, not played, so it has no times of its own).
+    if (Array.isArray(record.par_line) && record.par_line.length && !(PAR_ID in played)) {
+      const moves = record.par_line.map(String);
+      played[PAR_ID] = {
+        name: `Par: the solver's line (${moves.length} moves)`,
+        moves,
+        times: moves.map((_, i) => (i + 1) * PAR_PACE_MS),
+      };
+      ids.push(PAR_ID);
+    }
     let duration = 0;
     const moveTimes = new Set();
     this.players = ids.map((id) => {

@@ -419,6 +419,11 @@ async def test_played_at_x16_the_replay_reaches_the_end(
     duration = await root.get_attribute("data-duration")
     await expect(page.locator(tid("replay-time"))).to_have_attribute("data-ms", str(duration))
     await check_final_boards(page, record, {race["ann"]: "won", race["bob"]: "resigned"})
+    # The certified winning line is watched beside the players, to the last card home.
+    solved = await page.evaluate(SHOWN_SCRIPT, "par")
+    assert solved["name"] == f"Par: the solver's line ({record['par']} moves)"
+    assert (solved["banked"], solved["moves"], solved["status"]) == (52, record["par"], "won")
+    assert len(record["par_line"]) == record["par"]
     par = page.locator(tid("replay-par"))
     await expect(par).to_have_attribute("data-par", str(record["par"]))
     await expect(par).to_have_text(
