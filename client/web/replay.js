@@ -5,7 +5,7 @@
 // browser's player keeps (the lobby's, read here, never written).
 
 import { drawBoard } from "./board.js";
-import { RaceReplay, parseRecord, variantTitle } from "./replay_engine.js";
+import { PAR_ID, RaceReplay, parseRecord, variantTitle } from "./replay_engine.js";
 
 const STORE_KEY = "solrace.identity"; // the lobby's (app.js): {name, token, account}
 const RACE_FORMAT = "solrace-race/1";
@@ -135,6 +135,16 @@ async function load(link) {
 
 // -- the page of one race ----------------------------------------------------------------------
 
+// The ghost reference of a player's run (create_room's `ghost`), or null for the solver's
+// line and for a ghost's own run (race the run it came from instead).
+function ghostRef(record, playerId) {
+  if (playerId === PAR_ID) return null;
+  const result = (record.results || []).find((r) => r.player_id === playerId);
+  if (!result || result.ghost) return null;
+  const room = String(record.room);
+  return room.startsWith("daily/") ? `${room}/${playerId}` : `${room}/${record.race}/${playerId}`;
+}
+
 class ReplayPage {
   constructor(replay) {
     this.replay = replay;
@@ -193,6 +203,16 @@ class ReplayPage {
     bar.append(fill);
     const host = el("div", "board-host");
     node.append(head, bar, host);
+    const ref = ghostRef(this.replay.record, player.id);
+    if (ref) {
+      // Race alone against this run, on its deal, its progress moving on its own times.
+      const race = el("a", "button-link rp-ghost", {
+        href: `/?ghost=${encodeURIComponent(ref)}`,
+        "data-testid": "rp-ghost",
+      });
+      race.textContent = `Race ${player.name}'s run as a ghost`;
+      node.append(race);
+    }
     if (player.error) {
       const note = el("p", "rp-error", { "data-testid": "rp-error" });
       note.textContent =

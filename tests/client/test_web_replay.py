@@ -14,6 +14,7 @@ Screenshots go to ``tests/artifacts/screenshots/`` (gitignored).
 from __future__ import annotations
 
 import json
+import urllib.parse
 import random
 import sys
 from collections.abc import Iterable
@@ -524,5 +525,10 @@ async def test_a_ranked_daily_attempt_has_a_replay_page_once_its_seed_is_out(
     await expect(page.locator(tid("replay-error"))).to_be_hidden()
     await page.keyboard.press("End")
     await expect(page.get_by_text("resigned").first).to_be_visible()
+    # The run may be raced as a ghost from here: the link names it as create_room takes it.
+    link = page.locator(tid("rp-ghost"))
+    await expect(link).to_have_count(1)
+    ref = f"daily/{DAY}/{variant}/{player}"
+    assert await link.get_attribute("href") == f"/?ghost={urllib.parse.quote(ref, safe='')}"
     assert errors == []
     await context.close()
