@@ -14,7 +14,9 @@ A table goes to stdout (deals, winnable, not winnable, unknown, decided share, m
 and 90th percentile CPU seconds per deal, median positions); its last line holds the
 figures as ``key=value`` pairs: ``decided_<game>`` (a share from 0 to 1), ``median_s_<game>``,
 ``winnable_<game>``, ``not_winnable_<game>``, ``unknown_<game>`` and ``budget_s_<game>``, with
-the game's id written with underscores. Progress goes to stderr.
+the game's id written with underscores, then ``baseline_per_s``: a fixed pure-Python
+workload (SplitMix64 outputs per CPU second) timed in this process before each game, as
+in ``bench/engine.py``, to tell a slow machine from a slow solver. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -49,6 +51,19 @@ def check(outcome: Outcome) -> None:
         raise SystemExit(f"{outcome.variant} {outcome.seed}: the certificate does not win")
 
 
+def baseline(seconds: float = 0.5) -> float:
+    """SplitMix64 outputs per CPU second, timed for about ``seconds``."""
+    rng = SplitMix64(0)
+    step = rng.next_u64
+    calls = 0
+    began = time.process_time()
+    while (spent := time.process_time() - began) < seconds:
+        for _ in range(1000):
+            step()
+        calls += 1000
+    return calls / spent
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -67,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     games = args.game or list(GAMES)
     rows = []
     pairs: list[str] = []
+    rates: list[float] = []
     for game in games:
+        rates.append(baseline())
         budget = getattr(args, f"budget_{game.replace('-', '_')}")
         if budget is None:
             budget = args.budget if args.budget is not None else DEFAULT_BUDGET.get(game, 1.0)
@@ -122,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {game} | {n} | {won} | {lost} | {unknown} | {decided:.1%} | {median:.3f} "
             f"| {p90:.3f} | {nodes} | {budget:g} | {wall:.0f} |"
         )
+    pairs.append(f"baseline_per_s={statistics.median(rates):.0f}")
     print(" ".join(pairs))
     return 0
 

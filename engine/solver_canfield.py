@@ -64,8 +64,8 @@ than ``w``, since ``w`` banks ``c`` somewhere; so from the new position a win is
 move shorter than from ``S``, which is what makes taking the move alone sound for the
 search.
 
-Dead positions, cut without a search: a child whose reserve has a new top card ``X`` that
-can never leave it. Suppose ``X`` never leaves. Then no pile ever empties (CF-13 would
+Dead positions, cut without a search: the start, or a child whose reserve has a new top
+card, when the reserve's top card ``X`` can never leave it. Suppose ``X`` never leaves. Then no pile ever empties (CF-13 would
 fill it with ``X``): bottom cards never move and are never banked, no card of the reserve
 moves, and any other card may be on the foundations, on the tableau, or in the stock and
 waste, which :func:`_reserve_stuck` takes to be reachable at any time. It works out, as
@@ -257,6 +257,9 @@ class CanfieldModel:
             actions,
         )
         self.root_actions: tuple[Action, ...] = tuple(actions)
+        # In play every pile is one run (cards only ever go on a card they fit); a position
+        # set up otherwise has its runs worked out pile by pile.
+        self.runs_only = all(not pile or _run_length(pile) == len(pile) for pile in piles)
 
     def key(self, state: State) -> Key:
         piles, found, rc, seq, p = state
@@ -322,15 +325,19 @@ class CanfieldModel:
         leaves the foundations and the reserve as they were passes in ``check`` the piles
         whose top it changed: only those tops may be safe, the state it leaves being settled."""
         actions = [action]
-        if not check or _safe_pile(state[0], state[1], state[2], check) >= 0:
+        piles, found, rc, seq, p = state
+        if not check or _safe_pile(piles, found, rc, check) >= 0:
             state = self._settle(state, actions)
-        out.append((tuple(actions), state, self.key(state)))
+            piles, found, rc, seq, p = state
+        key = b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc)) + seq
+        out.append((tuple(actions), state, (key, p)))
 
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, seq, p = state
         reserve = self.reserve
         out: list[Child] = []
         child = self._child
+        runs_only = self.runs_only
         n = len(seq)
         top_r = reserve[rc - 1] if rc else -1
         wanted: dict[int, list[int]] = {}  # a card: the piles whose top it goes on
@@ -396,7 +403,7 @@ class CanfieldModel:
         # 3. whole piles onto another pile (the reserve refills them)
         if rc:
             for i, pile in enumerate(piles):
-                if _run_length(pile) < len(pile):
+                if not runs_only and _run_length(pile) < len(pile):
                     continue
                 for j in wanted.get(pile[0], ()):
                     tg = piles[j]
@@ -429,7 +436,8 @@ class CanfieldModel:
         # 5. other runs between tableau piles
         for i, pile in enumerate(piles):
             size = len(pile)
-            for k in range(1, _run_length(pile) + 1 if pile else 1):
+            run = len(pile) if runs_only else _run_length(pile) if pile else 0
+            for k in range(1, run + 1):
                 c = pile[-k]
                 whole = k == size
                 if whole and rc:
@@ -468,5 +476,7 @@ class CanfieldModel:
                 child(out, (c, 1, TO_EMPTY), (tuple(pl), nf, rc, seq, p), (empty,))
         if rc:  # a child whose reserve has a new top card that can never leave is dead
             stuck = self._reserve_stuck
+            if state is self.root and stuck(piles, found, rc):
+                return []
             out = [ch for ch in out if not (0 < ch[1][2] < rc and stuck(*ch[1][:3]))]
         return out

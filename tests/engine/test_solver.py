@@ -226,6 +226,11 @@ def test_a_reserve_card_that_can_never_leave_is_no_win_by_both_searches() -> Non
     assert _reserve_stuck(piles, found, model.reserve[: rc - 1])  # 7H, under it, never
     assert plain_search(game, max_positions=20_000) is False
     assert solve_position(game, budget_s=None, max_nodes=20_000).verdict is Verdict.NOT_WINNABLE
+    # With 7H on top from the start, the search stops there; the plain search agrees.
+    at_once = build(CF, **{**RESERVE_STUCK, "reserve": "5S 9D 8C 8S 6H 7H"})  # type: ignore[arg-type]
+    outcome = solve_position(at_once, budget_s=None, max_nodes=20_000)
+    assert outcome.verdict is Verdict.NOT_WINNABLE and outcome.nodes == 1
+    assert plain_search(at_once, max_positions=20_000) is False
     # With 6H in the stock instead, 7H may reach its foundation: not stuck.
     free = build(CF, **{**RESERVE_STUCK, "reserve": "5S 9D 8C 8S 7H QD", "stock": "QH JS 10H 6H"})  # type: ignore[arg-type]
     model = CanfieldModel(free)
