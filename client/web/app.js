@@ -1,13 +1,25 @@
 // The page: identity and account, lobby, room, race, spectating, results and the daily
 // challenge over one websocket.
 
-import { BoardView, applyDelta, drawBoard } from "./board.js";
+import { BoardView, applyDelta, drawBoard, reducedMotion } from "./board.js";
+import { celebrate, playSound } from "./effects.js";
 import { Connection, wsUrl } from "./net.js";
-import { CERTIFIABLE, COMMON_RULES, DEFAULT_VARIANT, GAME_INFO, VARIANTS, variantTitle } from "./rules.js";
+import {
+  CERTIFIABLE,
+  COMMON_RULES,
+  DEFAULT_VARIANT,
+  GAME_INFO,
+  VARIANTS,
+  finishingMoves,
+  safeMove,
+  variantTitle,
+} from "./rules.js";
+import { aRank, errorText, moveWords, rankWord, readMove } from "./words.js";
 
 const STORE_KEY = "solrace.identity";
 const DAILY_VARIANT_KEY = "solrace.daily.variant";
 const CREATE_VARIANT_KEY = "solrace.create.variant";
+const PREFS_KEY = "solrace.prefs";
 const HISTORY_ROWS = 10;
 const BEST_ROWS = 10;
 const $ = (testid, root = document) => root.querySelector(`[data-testid="${testid}"]`);
@@ -40,7 +52,35 @@ const state = {
   resumeNote: null, // {restarted}: what to say once that snapshot is here
   page: pageFromUrl(), // "home" or "daily": what shows when the player is in no room
   daily: dailyFromUrl(),
+  prefs: loadPrefs(), // {theme: system|light|dark, sound, autoMove, autoFinish}
+  offer: null, // {code, state}: a room racing when its link was opened, offered to watch
+  raceSpectators: null, // the spectator setting the race that ended was played under
+  celebrated: null, // "CODE:RACE" of the last win celebrated
 };
+
+// The player's settings of this browser: colours, sounds, auto-move; all off (the
+// system's colours) until chosen.
+function loadPrefs() {
+  const prefs = { theme: "system", sound: false, autoMove: false, autoFinish: false };
+  try {
+    const data = JSON.parse(localStorage.getItem(PREFS_KEY) || "{}");
+    if (["system", "light", "dark"].includes(data.theme)) prefs.theme = data.theme;
+    prefs.sound = data.sound === true;
+    prefs.autoMove = data.autoMove === true;
+    prefs.autoFinish = data.autoFinish === true;
+  } catch {
+    // Nothing kept: the defaults.
+  }
+  return prefs;
+}
+
+function savePrefs() {
+  try {
+    localStorage.setItem(PREFS_KEY, JSON.stringify(state.prefs));
+  } catch {
+    // A browser that keeps nothing starts from the defaults next time.
+  }
+}
 
 function loadIdentity() {
   try {
@@ -126,20 +166,19 @@ const inRace = () => isPlayer() && state.players.some((p) => p.player_id === sta
 
 // -- messages to the person ----------------------------------------------------------------
 
+// A refusal or a problem, in plain words (words.js): the codes stay in data attributes.
+// `context` says what the page was doing (the room asked for, the move sent).
 let toastTimer = null;
-function showError(error) {
+function showError(error, context = {}) {
   const toast = $("error");
-  $("error-message").textContent = error.message || String(error);
-  const reason = error.reason || (error.code && error.code !== "illegal_move" ? error.code : "");
-  $("error-reason").textContent = reason || "";
-  $("error-reason").hidden = !reason;
+  $("error-message").textContent = context.plain ? String(error.message) : errorText(error, context);
   toast.dataset.code = error.code || "";
   toast.dataset.reason = error.reason || "";
   toast.hidden = false;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => {
     toast.hidden = true;
-  }, 5000);
+  }, 6000);
 }
 
 let noticeTimer = null;
@@ -262,8 +301,10 @@ function onConnectionClosed({ code, reason, error }) {
   if (code === 4001) {
     const where = isAccount() ? "another tab or device" : "another tab";
     showBanner("closed", `This player connected again elsewhere (${where}?).`, "Play here");
+  } else if (code === 1008) {
+    showBanner("closed", "The server closed the connection: the page sent too much too fast.", "Reconnect");
   } else {
-    showBanner("closed", `Disconnected from the server${reason ? `: ${reason}` : ""}.`, "Reconnect");
+    showBanner("closed", "Disconnected from the server.", "Reconnect");
   }
 }
 
@@ -339,7 +380,8 @@ function onResumed({ welcome, restarted }) {
       state.awaitingSnapshot = false;
       state.resumeNote = null;
       leftRoom();
-      showError({ ...error, message: `Could not watch room ${room.code} again: ${error.message}` });
+      const why = errorText(error, { room: room.code, during: "watch" });
+      showError({ code: error.code, message: `Could not watch room ${room.code} again. ${why}` }, { plain: true });
     });
     return;
   }
@@ -496,6 +538,7 @@ function takeSnapshot(room) {
     clearRace();
   }
   if (room.state === "finished") {
+    state.raceSpectators = spectatorMode(room.settings);
     state.results = room.results;
     state.seed = room.seed;
     state.par = room.par ?? null;
@@ -583,16 +626,22 @@ const EVENTS = {
     room.settings = event.settings;
     if (!event.members.some((m) => m.player_id === state.me.player_id)) {
       const why = event.removed?.[state.me.player_id];
-      if (event.closed) showError({ message: `The room was closed: ${event.closed}` });
+      if (event.closed) showError({ message: `The server's operator closed the room: ${event.closed}` });
       else if (why === "spectators_off") {
         showError({ message: `The host of room ${room.code} turned spectators off: you are no longer watching it.` });
-      } else if (why) showError({ message: `You are no longer in room ${room.code} (${why.replaceAll("_", " ")}).` });
+      } else if (why) showError({ message: `You are no longer in room ${room.code}.` });
       leftRoom();
       return;
     }
     if (event.state === "lobby") {
       if (wasFinished && state.results) {
-        state.lastResults = { results: state.results, seed: state.seed, par: state.par };
+        state.lastResults = {
+          results: state.results,
+          seed: state.seed,
+          par: state.par,
+          race: room.race,
+          spectators: state.raceSpectators,
+        };
       }
       state.results = null;
       state.seed = null;
@@ -660,6 +709,7 @@ const EVENTS = {
   },
   race_over(event) {
     state.room.state = "finished";
+    state.raceSpectators = spectatorMode(state.room.settings);
     $("error").hidden = true;
     state.results = event.results;
     state.seed = event.seed ?? null;
@@ -680,15 +730,37 @@ const EVENTS = {
 
 // -- actions ---------------------------------------------------------------------------------
 
+// Join a room; a player who comes to a room whose race runs is offered to watch it at
+// once (players join between races).
 async function joinRoom(code, role) {
+  state.offer = null;
   try {
     await request("join_room", { code, role });
   } catch (error) {
-    showError(error);
-    prefillJoin({ code, role: error.code === "wrong_state" ? "spectator" : role });
     setUrl("/");
+    if (error.code === "wrong_state" && role === "player") {
+      prefillJoin({ code, role: "spectator" });
+      state.offer = { code };
+      render();
+      const watch = $("watch-now");
+      if (!watch.hidden) watch.focus();
+      return;
+    }
+    showError(error, { room: code, during: "join" });
+    prefillJoin({ code, role });
     render();
   }
+}
+
+function renderOffer() {
+  const offer = state.offer;
+  const box = $("watch-offer");
+  box.hidden = !offer;
+  if (!offer) return;
+  box.dataset.code = offer.code;
+  $("watch-offer-title").textContent = `Room ${offer.code} is racing`;
+  $("watch-offer-text").textContent =
+    "Its race started before you came: players join between races. Watch this one now, and play in the next.";
 }
 
 function prefillJoin(link) {
@@ -696,17 +768,23 @@ function prefillJoin(link) {
   $("join-spectator").checked = link.role === "spectator";
 }
 
+// What a request was for, to say its refusal in words.
+const DURING = { set_settings: "settings", rematch: "rematch", ready: "start", start: "start", join_room: "join" };
+
 async function act(type, fields) {
   try {
     return await request(type, fields);
   } catch (error) {
-    showError(error);
+    showError(error, { during: DURING[type], room: state.room?.code });
     return null;
   }
 }
 
-// Play a move on the current revision; true once the server accepted it.
-async function playMove(text) {
+// Play a move on the current revision; true once the server accepted it. A refusal is
+// said in words of the board as it was (the cards, the piles and the rule).
+async function playMove(text, { auto = false } = {}) {
+  const view = state.view;
+  const wasWon = view?.status === "won";
   try {
     const ack = await request("move", { move: text, rev: state.rev });
     if (ack.view) {
@@ -723,22 +801,103 @@ async function playMove(text) {
       boardShown = state.view;
     }
     renderRace();
+    if (state.prefs.sound) playSound(won(state.view) ? "win" : soundOf(text));
+    if (!wasWon && won(state.view)) celebrateWin();
+    // Auto-move follows the player's moves, never an undo (which would only be undone).
+    if (readMove(text)?.kind !== "undo") autoPlaySoon();
     return true;
   } catch (error) {
+    if (state.prefs.sound && !auto) playSound("refused");
     if (error.resent) {
       // Sent before the connection dropped and again after: the server did not play it.
-      const why = error.code === "stale_revision" ? "your game had changed meanwhile" : error.message;
-      showError({
-        ...error,
-        message: `Your move ${text}, sent as the connection dropped, was not played: ${why}. The board shows your game as the server has it.`,
-      });
+      const why =
+        error.code === "stale_revision" ? "your game had changed meanwhile" : errorText(error, { view, text }).replace(/\.$/, "");
+      showError(
+        {
+          ...error,
+          message: `Your move (${moveWords(view, text)}), sent as the connection dropped, was not played: ${why}. The board shows your game as the server has it.`,
+        },
+        { plain: true },
+      );
       await sync();
       return false;
     }
-    showError(error);
+    showError(error, { view, text });
     if (error.code === "stale_revision") await sync();
     return false;
   }
+}
+
+const won = (view) => view?.status === "won";
+
+function soundOf(text) {
+  const move = readMove(text);
+  if (!move) return "move";
+  if (move.kind === "draw" || move.kind === "redeal") return "draw";
+  if (move.kind === "move" && move.dst[0] === "f") return "home";
+  return "move";
+}
+
+// A win: suits rain over the page once per race (or a still glow, for reduced motion).
+function celebrateWin() {
+  const key = `${state.room?.code}:${state.room?.race}`;
+  if (state.celebrated === key) return;
+  state.celebrated = key;
+  document.body.dataset.celebrated = key;
+  celebrate(document.body);
+}
+
+// -- auto-move -------------------------------------------------------------------------------
+
+// With auto-move on, safe cards go home (rules.js safeMove); with auto-finish on, once
+// every card is face up and nothing is left but sending them home, they all go. Each is
+// sent as an ordinary move, one after the other, which the server checks like any.
+const AUTO_PAUSE_MS = 140;
+let autoRunning = false;
+let autoTimer = null;
+
+function autoMoveFor(view) {
+  if (!view || view.status !== "playing") return null;
+  if (state.prefs.autoMove) {
+    const move = safeMove(view);
+    if (move) return move;
+  }
+  if (state.prefs.autoFinish) {
+    const moves = finishingMoves(view);
+    if (moves && moves.length) return moves[0];
+  }
+  return null;
+}
+
+function autoPlaySoon() {
+  if (!state.prefs.autoMove && !state.prefs.autoFinish) return;
+  clearTimeout(autoTimer);
+  autoTimer = setTimeout(autoPlay, reducedMotion() ? 0 : AUTO_PAUSE_MS);
+}
+
+async function autoPlay() {
+  if (autoRunning) return;
+  const room = state.room;
+  if (!room || room.state !== "racing" || !inRace() || !isLive() || !boardView) return;
+  if (boardView.busy || boardView.drag || boardView.press) {
+    autoPlaySoon(); // the player is in the middle of something: after it
+    return;
+  }
+  const game = myGame(false);
+  if (game.over) return;
+  const move = autoMoveFor(state.view);
+  if (!move) return;
+  autoRunning = true;
+  boardView.busy = true;
+  let played = false;
+  try {
+    played = await playMove(move, { auto: true });
+  } finally {
+    boardView.busy = false;
+    autoRunning = false;
+  }
+  // An accepted move plays the next by itself (playMove); a refused one ends the run.
+  return played;
 }
 
 // -- rendering -------------------------------------------------------------------------------
@@ -746,6 +905,8 @@ async function playMove(text) {
 const SCREENS = ["name-screen", "home", "daily", "room", "race"];
 let boardView = null;
 let boardShown = null;
+let boardRace = null; // "CODE:RACE" of the race the board was last drawn for
+let boardWasLive = null; // whether the board took moves when last drawn
 
 function showScreen(name) {
   $("loading").hidden = true;
@@ -806,10 +967,12 @@ function render() {
       renderDaily();
     } else {
       showScreen("home");
+      renderOffer();
       renderAccount();
     }
     return;
   }
+  state.offer = null;
   if (state.room.state === "lobby") {
     showScreen("room");
     renderRoom();
@@ -980,6 +1143,9 @@ function renderRoom() {
   const me = room.members.find((m) => m.player_id === state.me.player_id);
   const ready = $("ready");
   ready.hidden = !isPlayer();
+  // A spectator (one who came while a race ran, say) may take a seat for the next race.
+  const seats = room.members.filter((m) => m.role === "player").length < room.settings.max_players;
+  $("play-next").hidden = !isSpectator() || !seats || isDailyRoom();
   ready.setAttribute("aria-pressed", String(Boolean(me?.ready)));
   ready.textContent = me?.ready ? "Ready ✓ (click to wait)" : "I'm ready";
   ready.classList.toggle("on", Boolean(me?.ready));
@@ -991,7 +1157,20 @@ function renderRoom() {
   const last = $("last-results");
   last.hidden = !state.lastResults;
   if (state.lastResults) {
-    last.querySelector(".results-host").replaceChildren(resultsTable(state.lastResults));
+    const table = resultsTable(state.lastResults);
+    const { race, spectators } = state.lastResults;
+    const played = state.lastResults.results.some((r) => r.player_id === state.me.player_id);
+    if (race && (played || spectators === "live" || spectators === "delayed")) {
+      const line = document.createElement("p");
+      line.className = "replay-line";
+      const link = document.createElement("a");
+      link.href = `/replay/${encodeURIComponent(room.code)}/${race}`;
+      link.dataset.testid = "last-replay-link";
+      link.textContent = "Watch the replay";
+      line.append(link);
+      table.append(line);
+    }
+    last.querySelector(".results-host").replaceChildren(table);
   }
 }
 
@@ -1047,9 +1226,11 @@ function progressRow(player, standing) {
   const bar = document.createElement("span");
   bar.className = "bar";
   bar.setAttribute("role", "progressbar");
+  bar.setAttribute("aria-label", player.player_id === state.me.player_id ? "Your cards home" : `${player.name}'s cards home`);
   bar.setAttribute("aria-valuemin", "0");
   bar.setAttribute("aria-valuemax", "52");
   bar.setAttribute("aria-valuenow", String(player.banked));
+  bar.setAttribute("aria-valuetext", `${player.banked} of 52 cards home`);
   const fill = document.createElement("span");
   fill.className = "fill";
   fill.style.width = `${(player.banked / 52) * 100}%`;
@@ -1065,7 +1246,7 @@ function progressRow(player, standing) {
   const status = document.createElement("span");
   status.className = `status s-${player.status}`;
   status.dataset.testid = "status";
-  status.textContent = player.status.replaceAll("_", " ");
+  status.textContent = statusWord(player.status);
   if (player.status === "won" && player.place) status.textContent = `won · ${ordinal(player.place)}`;
   stats.append(banked, moves, status);
   item.append(name, bar, stats);
@@ -1168,20 +1349,40 @@ function renderRace() {
   playerArea.hidden = !showBoard;
   if (showBoard) {
     if (!boardView) {
-      boardView = new BoardView($("board-host"), { onMove: playMove });
+      boardView = new BoardView($("board-host"), {
+        onMove: (text) => playMove(text),
+        onUndo: undoMove,
+        onSay: (text) => say(text),
+      });
     }
+    const raceKey = `${room.code}:${room.race}`;
+    const fresh = boardRace !== raceKey;
+    boardRace = raceKey;
     if (boardShown !== state.view) {
       boardView.update(state.view);
       boardShown = state.view;
     }
+    fillBoardNote(state.view);
     const game = myGame(finished);
     const done = game.over;
     // While the connection is down nothing on the board can be played: no drag, no click,
-    // no key.
+    // no key; the board says so over it, under the banner.
     const live = isLive();
     boardView.setEnabled(!done && live);
     playerArea.inert = !live;
     playerArea.setAttribute("aria-disabled", String(!live));
+    $("board-offline").hidden = live;
+    const back = live && boardWasLive === false;
+    boardWasLive = live;
+    const active = document.activeElement;
+    const lost = !active || active === document.body || Boolean(active.closest("[hidden]")) || !active.offsetParent;
+    if (back && !done && lost) boardView.focus(); // the focus the offline board lost comes back
+    if (fresh && !done && room.state === "racing") {
+      // A new race: the keyboard's focus goes to the board, unless the player is busy
+      // elsewhere on the page.
+      if (lost) boardView.focus();
+      autoPlaySoon();
+    }
     const undo = $("undo");
     undo.hidden = !room.settings.undo || done;
     undo.disabled = !state.view.can_undo || done || !live;
@@ -1198,6 +1399,7 @@ function renderRace() {
     const [head, next] = myGameText(game, finished);
     setText($("game-status-text"), head);
     setText($("game-status-next"), next);
+    boardView.fit(); // what is above the board may have changed its height
   } else {
     $("game-status").hidden = true;
     $("leave-game").hidden = true;
@@ -1218,6 +1420,7 @@ function renderRace() {
     results
       .querySelector(".results-host")
       .replaceChildren(resultsTable({ results: state.results, seed: state.seed, par: state.par }));
+    fillReplayLink(room);
     $("rematch").hidden = !isPlayer() || daily;
     $("leave-race").hidden = daily;
     $("daily-back").hidden = !daily;
@@ -1228,6 +1431,56 @@ function renderRace() {
     if (shown) fillOutcome(outcome, state.daily.outcome);
   }
   placeSpectatorsForm(finished && state.results ? "results" : "none");
+}
+
+// The link to the race's replay (replay.html): always for its players; for spectators
+// when the room showed its boards as the race ran (live or delayed), since only then is
+// the replay public. No daily attempt is kept for a replay.
+function fillReplayLink(room) {
+  const line = $("replay-line");
+  const mode = state.raceSpectators || spectatorMode(room.settings);
+  const publicRace = mode === "live" || mode === "delayed";
+  const played = state.results?.some((r) => r.player_id === state.me?.player_id);
+  const shown = !isDailyRoom() && Boolean(room.race) && (played || publicRace);
+  line.hidden = !shown;
+  if (!shown) return;
+  const link = $("replay-link");
+  link.href = `/replay/${encodeURIComponent(room.code)}/${room.race}`;
+  line.dataset.public = String(publicRace);
+  $("replay-note").textContent = publicRace
+    ? "Every move of every player, step by step; anyone with the link may watch it."
+    : "Every move of every player, step by step; only the race's players may watch it.";
+}
+
+// Rainbow Canfield's lead rank in words, over the board.
+function fillBoardNote(view) {
+  const note = $("board-note");
+  const rainbow = view.variant === "rainbow-canfield";
+  note.hidden = !rainbow;
+  if (!rainbow) return;
+  const lead = view.base_rank;
+  const below = { A: "K", K: "Q", Q: "J", J: "10" }[lead] || String(Number(lead) - 1);
+  const text = `This deal's lead rank is ${rankWord(lead)}: each foundation starts with ${aRank(lead)} and goes up to ${aRank(below === "1" ? "A" : below)}, a King followed by an Ace.`;
+  if (note.textContent !== text) note.textContent = text;
+}
+
+// What a screen reader hears of the board (a pick-up, a put-back).
+function say(text) {
+  const node = $("board-say");
+  node.textContent = "";
+  // A change of the text in the next frame is announced even when it is the same words.
+  requestAnimationFrame(() => {
+    node.textContent = text;
+  });
+}
+
+function undoMove() {
+  if (!boardView || boardView.busy || !isLive()) return;
+  if (!state.room?.settings.undo || !state.view?.can_undo) {
+    showError({ message: state.room?.settings.undo ? "There is no move to undo." : "Undo is off in this game." });
+    return;
+  }
+  playMove("u");
 }
 
 // What a spectator sees of a running race, as the room's setting allows.
@@ -1258,7 +1511,7 @@ function renderSpectatorBoards(host) {
     name.textContent = player.name;
     const stats = document.createElement("span");
     stats.className = "muted";
-    stats.textContent = `${player.banked}/52 banked · ${player.moves} moves · ${player.status.replaceAll("_", " ")}`;
+    stats.textContent = `${player.banked}/52 banked · ${player.moves} moves · ${statusWord(player.status)}`;
     head.append(name, stats);
     const wrap = document.createElement("div");
     wrap.className = "board-host small";
@@ -1288,7 +1541,7 @@ function resultsTable({ results, seed, par }) {
       `${result.banked}/52`,
       String(result.moves),
       formatTime(result.time_ms),
-      result.status.replaceAll("_", " "),
+      statusWord(result.status),
     ];
     for (const text of cells) {
       const cell = document.createElement("td");
@@ -2238,9 +2491,7 @@ function wire() {
   $("leave-race").addEventListener("click", leave);
   $("leave-game").addEventListener("click", leave);
   $("rematch").addEventListener("click", () => act("rematch"));
-  $("undo").addEventListener("click", () => {
-    if (boardView && !boardView.busy) playMove("u");
-  });
+  $("undo").addEventListener("click", undoMove);
 
   let resignArmed = null;
   $("resign").addEventListener("click", () => {
@@ -2275,12 +2526,116 @@ function wire() {
     if (state.conn) state.conn.retry();
   });
 
+  $("watch-now").addEventListener("click", () => {
+    const offer = state.offer;
+    if (offer) joinRoom(offer.code, "spectator");
+  });
+  $("watch-dismiss").addEventListener("click", () => {
+    state.offer = null;
+    renderOffer();
+  });
+  $("play-next").addEventListener("click", async () => {
+    const room = state.room;
+    if (!room) return;
+    const code = room.code;
+    const reply = await act("leave_room");
+    if (!reply) return;
+    leftRoom();
+    joinRoom(code, "player");
+  });
+
+  wirePrefs();
+  wireKeys();
   wireCreateForm();
   wireRules();
   wireDaily();
   wireAccounts();
   wireSpectators();
   setInterval(tick, 250);
+}
+
+// -- settings: colours, sounds, auto-move -----------------------------------------------------
+
+const darkQuery = typeof window.matchMedia === "function" ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+
+function darkNow() {
+  if (state.prefs.theme === "system") return Boolean(darkQuery?.matches);
+  return state.prefs.theme === "dark";
+}
+
+// The page's colours: the system's, unless the player chose (html's data-theme).
+function applyTheme() {
+  const root = document.documentElement;
+  if (state.prefs.theme === "system") delete root.dataset.theme;
+  else root.dataset.theme = state.prefs.theme;
+  const dark = darkNow();
+  root.dataset.scheme = dark ? "dark" : "light";
+  const toggle = $("theme-toggle");
+  toggle.setAttribute("aria-pressed", String(dark));
+  toggle.title = dark ? "Light colours" : "Dark colours";
+  $("theme-setting").value = state.prefs.theme;
+}
+
+function wirePrefs() {
+  applyTheme();
+  if (darkQuery) {
+    const follow = () => applyTheme();
+    if (typeof darkQuery.addEventListener === "function") darkQuery.addEventListener("change", follow);
+  }
+  $("theme-toggle").addEventListener("click", () => {
+    // The switch picks the other scheme, and keeps it until changed again.
+    state.prefs.theme = darkNow() ? "light" : "dark";
+    savePrefs();
+    applyTheme();
+  });
+  $("theme-setting").addEventListener("change", (event) => {
+    state.prefs.theme = event.target.value;
+    savePrefs();
+    applyTheme();
+  });
+  const checks = [
+    ["automove-setting", "autoMove"],
+    ["autofinish-setting", "autoFinish"],
+    ["sound-setting", "sound"],
+  ];
+  for (const [testid, key] of checks) {
+    const box = $(testid);
+    box.checked = state.prefs[key];
+    box.addEventListener("change", () => {
+      state.prefs[key] = box.checked;
+      savePrefs();
+      if (key === "sound" && box.checked) playSound("move"); // the first sound needs a click
+      if (key !== "sound") autoPlaySoon();
+    });
+  }
+  // A click outside the settings closes them; so does Escape.
+  const prefs = $("prefs");
+  document.addEventListener("click", (event) => {
+    if (prefs.open && !prefs.contains(event.target)) prefs.open = false;
+  });
+  prefs.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && prefs.open) {
+      prefs.open = false;
+      $("prefs-open").focus();
+    }
+  });
+}
+
+// D draws and U undoes on the race screen wherever the focus is, but in a field; on the
+// board itself the board's own keys answer (board.js).
+function wireKeys() {
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.defaultPrevented) return;
+    if (document.body.dataset.screen !== "race" || !boardView || $("player-area").hidden) return;
+    const target = event.target;
+    if (target instanceof Element && target.closest("input, select, textarea, dialog, details, [contenteditable]")) return;
+    const key = event.key.toLowerCase();
+    if (key !== "d" && key !== "u") return;
+    event.preventDefault();
+    if (!isLive()) return;
+    if (key === "d") boardView.draw();
+    else undoMove();
+  });
 }
 
 function start() {

@@ -1,9 +1,16 @@
-// A game's board drawn from a view, with drag and drop, tap to move and double-click.
+// A game's board drawn from a view, played with the mouse, a finger or the keyboard.
 //
 // Piles carry data-pile ("t1".."t8", "f1".."f4", "r", "w", "s") and cards data-card
 // ("10H"). A drag (pointer events) carries a card and the cards above it (the whole pile
 // in Rainbow Canfield); the piles the rules allow light up. A drop sends the move; the
 // cards stay where they were dropped until the server answers, and fly back if it refuses.
+//
+// Each pile is a labelled group; on the player's board every card that may be picked up,
+// and each pile's place when it has none, is a button that takes focus (one at a time
+// in the tab order: the arrow keys move the focus, Enter picks up and puts down, F sends
+// a card home, D draws, U undoes). Long piles fan tighter, then the cards shrink, so
+// that the board fits the window's height; cards that move slide to their new place
+// (not when the system asks for reduced motion).
 
 import {
   SUIT_NAMES,
@@ -15,9 +22,15 @@ import {
   sourceCards,
   tableauUnit,
 } from "./rules.js";
+import { aRank, cardTitle, cardWords, rankWord } from "./words.js";
 
 const DRAG_THRESHOLD = 5;
 const DOUBLE_TAP_MS = 450;
+const MOVE_MS = 180;
+// A pile's cards overlap by at least this much of a card's width before the cards shrink:
+// each card's corner (its rank and suit) stays in sight.
+const MIN_FAN = 0.3;
+const MIN_CARD_PX = 30;
 
 function el(tag, className, attrs = {}) {
   const node = document.createElement(tag);
@@ -28,22 +41,24 @@ function el(tag, className, attrs = {}) {
   return node;
 }
 
+export function reducedMotion() {
+  return typeof window.matchMedia === "function" && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+}
+
 export function cardElement(name) {
   const card = parseCard(name);
   const symbol = SUIT_SYMBOLS[card.suit];
   const node = el("div", `card face ${card.red ? "red" : "black"}`, {
     "data-card": name,
-    "aria-label": `${card.rankText} of ${SUIT_NAMES[card.suit]}`,
+    "aria-label": `${rankWord(card.rankText)} of ${SUIT_NAMES[card.suit]}`,
     role: "img",
   });
-  const corner = el("span", "corner");
-  corner.append(el("span", "rank"), el("span", "suit"));
-  corner.firstChild.textContent = card.rankText;
-  corner.lastChild.textContent = symbol;
-  const pip = el("span", "pip");
-  pip.textContent = symbol;
-  const foot = el("span", "corner foot");
-  foot.textContent = card.rankText + symbol;
+  // The face's rank and suit are drawn by the style sheet (data-text), so that the card's
+  // name for a screen reader is its only text: "Queen of spades", not "Q♠ ♠ Q♠".
+  const corner = el("span", "corner", { "aria-hidden": "true" });
+  corner.append(el("span", "rank", { "data-text": card.rankText }), el("span", "suit", { "data-text": symbol }));
+  const pip = el("span", "pip", { "aria-hidden": "true", "data-text": symbol });
+  const foot = el("span", "corner foot", { "aria-hidden": "true", "data-text": card.rankText + symbol });
   node.append(corner, pip, foot);
   return node;
 }
@@ -53,19 +68,25 @@ function backElement() {
 }
 
 function badge(text, testid) {
-  const node = el("span", "badge", { "data-testid": testid });
+  const node = el("span", "badge", { "data-testid": testid, "aria-hidden": "true" });
   node.textContent = String(text);
   return node;
 }
 
-function slot(label) {
-  const node = el("div", "slot");
-  node.textContent = label;
+function slot(label, name) {
+  const node = el("div", "slot", { "data-name": name });
+  const text = el("span", "slot-text", { "aria-hidden": "true" });
+  text.textContent = label;
+  node.append(text);
   return node;
 }
 
-function pileElement(id, kind, title) {
-  return el("div", `pile ${kind}`, { "data-pile": id, title });
+function pileElement(id, kind, label, name) {
+  return el("div", `pile ${kind}`, { "data-pile": id, "data-label": label || null, role: "group", "aria-label": name });
+}
+
+function count(n, word = "card") {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
 // Draw the board of `view` into a fresh element (no interaction).
@@ -99,6 +120,13 @@ export function applyDelta(view, delta) {
   return next;
 }
 
+// The words a foundation's label says of where it starts: "Ace", or the lead rank.
+function startsWith(view) {
+  return aRank(view.base_rank || "A");
+}
+
+// Draw the board of `view`. Each pile is a group named for a screen reader ("Pile 3 of
+// the tableau: 4 cards"), with a visible label on the first of each kind.
 export function drawBoard(view) {
   const variant = view.variant;
   const stock = hasStock(variant);
@@ -106,59 +134,83 @@ export function drawBoard(view) {
     "data-testid": "board",
     "data-variant": variant,
   });
+  const wraps = variant === "rainbow-canfield";
+  const starts = startsWith(view);
 
   view.foundations.forEach((f, i) => {
-    const pile = pileElement(`f${i + 1}`, "foundation", `foundation ${i + 1}`);
+    let label = null;
+    if (i === 0) label = wraps ? `Foundations · from ${rankWord(view.base_rank)}` : "Foundations · Ace to King";
+    const name = f.top
+      ? `Foundation ${i + 1}: ${cardTitle(f.top)} on top, ${count(f.count)}`
+      : `Foundation ${i + 1}: empty, starts with ${starts}`;
+    const pile = pileElement(`f${i + 1}`, "foundation", label, name);
     if (f.top) {
       const card = cardElement(f.top);
       card.dataset.top = "1";
       pile.append(card, badge(f.count, `count-f${i + 1}`));
     } else {
-      pile.append(slot(view.base_rank || "A"));
+      pile.append(slot(view.base_rank || "A", `Empty foundation ${i + 1}: starts with ${starts}`));
     }
-    pile.style.gridColumn = String((stock ? 3 : 3) + i);
+    pile.style.gridColumn = String(3 + i);
     pile.style.gridRow = "1";
     board.append(pile);
   });
 
   if (stock) {
-    const s = pileElement("s", "stock", "stock: click to draw");
+    const canRedeal = variant === "canfield" && view.stock.count === 0 && view.waste.count > 0;
+    let what = "draw";
+    if (view.stock.count === 0) what = canRedeal ? "turn the waste over" : "empty";
+    const s = pileElement("s", "stock", "Stock", `Stock: ${count(view.stock.count)}`);
     if (view.stock.count > 0) {
-      s.append(backElement(), badge(view.stock.count, "count-s"));
+      const back = backElement();
+      back.removeAttribute("aria-hidden");
+      back.classList.add("stock-back");
+      back.dataset.name = `Stock, ${count(view.stock.count)}: draw ${variant === "canfield" ? "three" : "one"}`;
+      s.append(back, badge(view.stock.count, "count-s"));
     } else {
-      const canRedeal = variant === "canfield" && view.waste.count > 0;
-      s.append(slot(canRedeal ? "↻" : "∅"));
-      s.title = canRedeal ? "stock empty: click to redeal" : "stock empty";
+      s.append(slot(canRedeal ? "↻" : "∅", canRedeal ? "Stock empty: turn the waste over" : "Stock empty"));
       if (canRedeal) s.classList.add("redeal");
     }
+    s.title = what === "draw" ? "stock: click to draw" : what === "empty" ? "stock empty" : "stock empty: click to redeal";
     s.style.gridColumn = "1";
     s.style.gridRow = "1";
 
-    const w = pileElement("w", "waste", "waste");
     const visible = view.waste.visible;
+    const wasteTop = visible.length ? cardTitle(visible[visible.length - 1]) : null;
+    const w = pileElement(
+      "w",
+      "waste",
+      "Waste",
+      view.waste.count ? `Waste: ${count(view.waste.count)}, ${wasteTop} on top` : "Waste: empty",
+    );
     visible.forEach((name, i) => {
       const card = cardElement(name);
       card.style.left = `calc(var(--wfan) * ${i})`;
       if (i === visible.length - 1) card.dataset.top = "1";
       w.append(card);
     });
-    if (!visible.length) w.append(slot(""));
+    if (!visible.length) w.append(slot("", "Empty waste"));
     if (view.waste.count > 0) {
-      const count = badge(view.waste.count, "count-w");
-      count.style.left = `calc(var(--wfan) * ${Math.max(0, visible.length - 1)} + var(--cw) * 0.8)`;
-      w.append(count);
+      const n = badge(view.waste.count, "count-w");
+      n.style.left = `calc(var(--wfan) * ${Math.max(0, visible.length - 1)} + var(--cw) * 0.8)`;
+      w.append(n);
     }
     w.style.gridColumn = "2";
     w.style.gridRow = "1";
 
-    const r = pileElement("r", "reserve", "reserve");
+    const r = pileElement(
+      "r",
+      "reserve",
+      "Reserve",
+      view.reserve.count ? `Reserve: ${count(view.reserve.count)}, ${cardTitle(view.reserve.top)} on top` : "Reserve: empty",
+    );
     if (view.reserve.count > 0) {
       if (view.reserve.count > 1) r.append(backElement());
       const card = cardElement(view.reserve.top);
       card.dataset.top = "1";
       r.append(card, badge(view.reserve.count, "count-r"));
     } else {
-      r.append(slot("∅"));
+      r.append(slot("∅", "Empty reserve"));
     }
     r.style.gridColumn = "1";
     r.style.gridRow = "2";
@@ -167,10 +219,12 @@ export function drawBoard(view) {
 
   let longest = 1;
   view.tableau.forEach((cards, i) => {
-    const pile = pileElement(`t${i + 1}`, "tableau", `pile ${i + 1}`);
-    if (!cards.length) pile.append(slot(""));
-    cards.forEach((name, j) => {
-      const card = cardElement(name);
+    const top = cards.length ? `, ${cardTitle(cards[cards.length - 1])} on top` : "";
+    const name = cards.length ? `Pile ${i + 1} of the tableau: ${count(cards.length)}${top}` : `Pile ${i + 1} of the tableau: empty`;
+    const pile = pileElement(`t${i + 1}`, "tableau", i === 0 ? "Tableau" : null, name);
+    if (!cards.length) pile.append(slot("", `Empty pile ${i + 1}`));
+    cards.forEach((cardName, j) => {
+      const card = cardElement(cardName);
       card.dataset.index = String(j);
       card.style.top = `calc(var(--fan) * ${j})`;
       if (j === cards.length - 1) card.dataset.top = "1";
@@ -182,15 +236,32 @@ export function drawBoard(view) {
     board.append(pile);
   });
   board.style.setProperty("--longest", String(longest));
+  board.dataset.longest = String(longest);
   return board;
 }
 
+// The piles of a board in rows, for the arrow keys: [[top row], [bottom row]], each
+// pile with its grid column.
+function rowsOf(view) {
+  const foundations = view.foundations.map((_, i) => ({ id: `f${i + 1}`, column: 3 + i }));
+  if (hasStock(view.variant)) {
+    return [
+      [{ id: "s", column: 1 }, { id: "w", column: 2 }, ...foundations],
+      [{ id: "r", column: 1 }, ...view.tableau.map((_, i) => ({ id: `t${i + 1}`, column: 3 + i }))],
+    ];
+  }
+  return [foundations, view.tableau.map((_, i) => ({ id: `t${i + 1}`, column: 1 + i }))];
+}
+
 // An interactive board for the player: calls `onMove(text)` (a promise of true when the
-// server accepted the move) and `onStock()` for a click on the stock.
+// server accepted the move), `onUndo()` for U, and `onSay(text)` with what a screen
+// reader should hear of a pick-up.
 export class BoardView {
-  constructor(host, { onMove }) {
+  constructor(host, { onMove, onUndo = () => {}, onSay = () => {} }) {
     this.host = host;
     this.onMove = onMove;
+    this.onUndo = onUndo;
+    this.onSay = onSay;
     this.view = null;
     this.board = null;
     this.busy = false;
@@ -200,27 +271,41 @@ export class BoardView {
     this.lastTap = null;
     this.ignoreDblclickUntil = 0;
     this.enabled = true;
+    this.focusKey = null; // {pile, index}: what has (or last had) the keyboard's focus
     this._onPointerMove = (event) => this.pointerMove(event);
     this._onPointerUp = (event) => this.pointerUp(event);
     this._onPointerCancel = () => this.cancelPress();
     host.addEventListener("pointerdown", (event) => this.pointerDown(event));
     host.addEventListener("dblclick", (event) => this.doubleClick(event));
+    host.addEventListener("keydown", (event) => this.keyDown(event));
+    host.addEventListener("focusin", (event) => this.focusIn(event));
+    let fitting = 0;
+    window.addEventListener("resize", () => {
+      cancelAnimationFrame(fitting);
+      fitting = requestAnimationFrame(() => this.fit());
+    });
   }
 
   update(view) {
+    const before = this.board && !reducedMotion() ? this.cardRects() : null;
+    const focused = this.board && this.board.contains(document.activeElement);
     this.view = view;
     this.clearSelection();
     const board = drawBoard(view);
     board.classList.add("interactive");
+    this.makeFocusable(board);
     if (this.board) this.board.replaceWith(board);
     else this.host.append(board);
     this.board = board;
     board.classList.toggle("disabled", !this.enabled);
     board.setAttribute("aria-disabled", String(!this.enabled));
+    this.fit();
+    this.rove(focused);
+    if (before) this.slide(before);
   }
 
-  // A disabled board takes no press, drag or double-click; a press not yet sent as a move
-  // is dropped (its cards fly back).
+  // A disabled board takes no press, drag, double-click or key; a press not yet sent as
+  // a move is dropped (its cards fly back).
   setEnabled(enabled) {
     this.enabled = enabled;
     if (this.board) {
@@ -231,6 +316,267 @@ export class BoardView {
       if (this.press) this.cancelPress();
       this.clearSelection();
     }
+  }
+
+  // -- fitting the window --------------------------------------------------------------------
+
+  // Fan the longest tableau pile tighter (and, past MIN_FAN, shrink the cards) so that the
+  // board's bottom stays inside the window.
+  fit() {
+    const board = this.board;
+    if (!board || !board.isConnected) return;
+    board.style.removeProperty("--fan");
+    board.style.removeProperty("--cw");
+    const longest = Number(board.dataset.longest || 1);
+    const pile = board.querySelector(".pile.tableau");
+    if (!pile) return;
+    const cw = pile.offsetWidth;
+    if (!cw) return;
+    const ch = cw * 1.4;
+    const top = board.getBoundingClientRect().top + window.scrollY;
+    const pileTop = pile.getBoundingClientRect().top - board.getBoundingClientRect().top;
+    // A board that starts far down the page (many players above it) fits a screenful.
+    const room = Math.max(window.innerHeight - top - 24, window.innerHeight * 0.6);
+    const natural = pileTop + ch + (longest - 1) * cw * 0.4 + 10;
+    board.dataset.fit = "natural";
+    if (longest <= 1 || natural <= room) return;
+    // The fan that fits at this card size, if it is no tighter than MIN_FAN.
+    const fan = (room - pileTop - ch - 10) / (longest - 1);
+    if (fan >= cw * MIN_FAN) {
+      board.style.setProperty("--fan", `${fan.toFixed(2)}px`);
+      board.dataset.fit = "fan";
+      return;
+    }
+    // Smaller cards: the row above the tableau and the pile scale with the card width, the
+    // board's padding and the gap between the rows do not.
+    const fixed = pileTop - ch;
+    const smaller = Math.max(MIN_CARD_PX, Math.floor((room - 10 - fixed) / (2.8 + (longest - 1) * MIN_FAN)));
+    if (smaller < cw) {
+      board.style.setProperty("--cw", `${smaller}px`);
+      board.style.setProperty("--fan", `${(smaller * MIN_FAN).toFixed(2)}px`);
+      board.dataset.fit = "small";
+    }
+  }
+
+  // -- cards sliding to their new place --------------------------------------------------
+
+  cardRects() {
+    const rects = new Map();
+    for (const node of this.board.querySelectorAll(".card[data-card]")) {
+      if (!node.classList.contains("lifted")) rects.set(node.dataset.card, node.getBoundingClientRect());
+    }
+    // Cards being dragged start from where they were dropped.
+    if (this.drag) {
+      for (const node of this.drag.layer.querySelectorAll(".card[data-card]")) {
+        rects.set(node.dataset.card, node.getBoundingClientRect());
+      }
+    }
+    const stock = this.board.querySelector('[data-pile="s"]');
+    if (stock) rects.set("stock", stock.getBoundingClientRect());
+    return rects;
+  }
+
+  slide(before) {
+    if (typeof Element.prototype.animate !== "function") return;
+    const stock = before.get("stock");
+    for (const node of this.board.querySelectorAll(".card[data-card]")) {
+      let from = before.get(node.dataset.card);
+      // A card that was face down in the stock comes from the stock.
+      if (!from && stock && node.closest('[data-pile="w"]')) from = stock;
+      if (!from) continue;
+      const to = node.getBoundingClientRect();
+      const dx = from.left - to.left;
+      const dy = from.top - to.top;
+      if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
+      node.classList.add("moving");
+      const animation = node.animate(
+        [{ transform: `translate(${dx}px, ${dy}px)` }, { transform: "translate(0px, 0px)" }],
+        { duration: MOVE_MS, easing: "cubic-bezier(0.2, 0.7, 0.3, 1)" },
+      );
+      const done = () => node.classList.remove("moving");
+      animation.addEventListener("finish", done);
+      animation.addEventListener("cancel", done);
+    }
+  }
+
+  // -- the keyboard -----------------------------------------------------------------------
+
+  // The element of a pile that takes the focus: a card (the one at `index` in a tableau
+  // pile, else the top card), or the pile's place when it has no card to pick up.
+  focusTarget(board, pileId, index = null) {
+    const pile = board.querySelector(`[data-pile="${pileId}"]`);
+    if (!pile) return null;
+    if (pileId[0] === "t") {
+      const cards = [...pile.querySelectorAll(".card[data-card]")];
+      if (!cards.length) return pile.querySelector(".slot");
+      const at = index === null || index >= cards.length ? cards.length - 1 : Math.max(0, index);
+      return cards[at];
+    }
+    if (pileId === "s") return pile.querySelector(".stock-back, .slot");
+    return pile.querySelector('.card[data-top="1"]') || pile.querySelector(".slot");
+  }
+
+  makeFocusable(board) {
+    for (const pile of board.querySelectorAll("[data-pile]")) {
+      const id = pile.dataset.pile;
+      const targets = id[0] === "t" ? [...pile.querySelectorAll(".card[data-card]")] : [];
+      const own = this.focusTarget(board, id);
+      if (own && !targets.includes(own)) targets.push(own);
+      for (const node of targets) {
+        node.setAttribute("role", "button");
+        node.setAttribute("tabindex", "-1");
+        if (node.dataset.name) node.setAttribute("aria-label", node.dataset.name);
+        node.classList.add("focusable");
+      }
+    }
+  }
+
+  // One element of the board is in the tab order: the one the focus was on, or the first
+  // tableau pile's top card. `focused`: the board had the focus before it was drawn again.
+  rove(focused) {
+    const board = this.board;
+    let key = this.focusKey;
+    if (!key || !board.querySelector(`[data-pile="${key.pile}"]`)) key = { pile: "t1", index: null };
+    const target = this.focusTarget(board, key.pile, key.index);
+    for (const node of board.querySelectorAll('[tabindex="0"]')) node.setAttribute("tabindex", "-1");
+    if (!target) return;
+    target.setAttribute("tabindex", "0");
+    if (focused) target.focus({ preventScroll: true });
+  }
+
+  // Put the keyboard's focus on the board (the race has started, say).
+  focus() {
+    if (!this.board) return;
+    this.rove(false);
+    const node = this.board.querySelector('[tabindex="0"]');
+    if (node) node.focus({ preventScroll: true });
+  }
+
+  focusIn(event) {
+    if (!this.board || !this.board.contains(event.target)) return;
+    const pile = event.target.closest("[data-pile]");
+    if (!pile) return;
+    // The top card stays the focus's place as cards come and go on the pile.
+    const index = event.target.dataset.top === "1" || event.target.dataset.index === undefined ? null : Number(event.target.dataset.index);
+    this.focusKey = { pile: pile.dataset.pile, index };
+    for (const node of this.board.querySelectorAll('[tabindex="0"]')) {
+      if (node !== event.target) node.setAttribute("tabindex", "-1");
+    }
+    event.target.setAttribute("tabindex", "0");
+  }
+
+  moveFocus(pileId, index = null) {
+    const cards = pileId[0] === "t" ? sourceCards(this.view, pileId) : [];
+    this.focusKey = { pile: pileId, index: index !== null && index < cards.length - 1 ? index : null };
+    this.rove(true);
+  }
+
+  // The arrow keys: left and right along a row of piles, up and down through a tableau
+  // pile's cards, and on to the row above or below.
+  arrow(key) {
+    const view = this.view;
+    const rows = rowsOf(view);
+    const current = this.focusKey || { pile: "t1", index: null };
+    const row = rows.findIndex((r) => r.some((p) => p.id === current.pile));
+    if (row < 0) return this.moveFocus("t1");
+    const place = rows[row].findIndex((p) => p.id === current.pile);
+    const column = rows[row][place].column;
+    const cards = current.pile[0] === "t" ? sourceCards(view, current.pile) : [];
+    const index = current.index === null || current.index >= cards.length ? cards.length - 1 : current.index;
+    const nearest = (r) =>
+      rows[r].reduce((best, p) => (Math.abs(p.column - column) < Math.abs(best.column - column) ? p : best));
+    if (key === "ArrowLeft" && place > 0) return this.moveFocus(rows[row][place - 1].id);
+    if (key === "ArrowRight" && place < rows[row].length - 1) return this.moveFocus(rows[row][place + 1].id);
+    if (key === "ArrowUp") {
+      if (cards.length && index > 0) return this.moveFocus(current.pile, index - 1);
+      if (row > 0) return this.moveFocus(nearest(row - 1).id);
+    }
+    if (key === "ArrowDown") {
+      if (cards.length && index < cards.length - 1) return this.moveFocus(current.pile, index + 1);
+      if (row < rows.length - 1) return this.moveFocus(nearest(row + 1).id);
+    }
+    return undefined;
+  }
+
+  keyDown(event) {
+    if (!this.view || !this.board || !this.board.contains(event.target)) return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const key = event.key;
+    const handled = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Enter", " ", "Escape", "f", "F", "d", "D", "u", "U"];
+    if (!handled.includes(key)) return;
+    event.preventDefault();
+    event.stopPropagation();
+    if (key.startsWith("Arrow")) {
+      this.arrow(key);
+      return;
+    }
+    if (!this.enabled || this.busy) return;
+    const pile = event.target.closest("[data-pile]");
+    const pileId = pile ? pile.dataset.pile : null;
+    const card = event.target.closest(".card[data-card]");
+    if (key === "Escape") {
+      if (this.selected) this.onSay("Put back.");
+      this.clearSelection();
+      return;
+    }
+    if (key === "d" || key === "D") {
+      this.draw();
+      return;
+    }
+    if (key === "u" || key === "U") {
+      this.clearSelection();
+      this.onUndo();
+      return;
+    }
+    if (key === "f" || key === "F") {
+      const selected = this.selected;
+      this.clearSelection();
+      if (selected && selected.count === 1) {
+        this.sendAction(`${selected.src}-f`);
+        return;
+      }
+      if (pileId && ["t", "r", "w"].includes(pileId[0])) this.sendAction(`${pileId}-f`);
+      return;
+    }
+    // Enter or Space: pick up, or put down.
+    if (!pileId) return;
+    if (pileId === "s") {
+      this.draw();
+      return;
+    }
+    const selected = this.selected;
+    if (selected) {
+      this.clearSelection();
+      if (pileId === selected.src) {
+        this.onSay("Put back.");
+        return;
+      }
+      this.send(selected.src, pileId, selected.count);
+      return;
+    }
+    const grabbed = card ? this.grab(pileId, card) : null;
+    if (!grabbed) {
+      if (pileId[0] === "f" && card && this.view.variant !== "canfield") {
+        this.onSay("No card comes back from a foundation in this game.");
+      } else {
+        this.onSay("Nothing to pick up here.");
+      }
+      return;
+    }
+    this.select(grabbed);
+    const first = grabbed.elements[0]?.dataset.card;
+    const more = grabbed.count > 1 ? ` and ${grabbed.count - 1 === 1 ? "the card" : `the ${grabbed.count - 1} cards`} on it` : "";
+    const where = legalTargets(this.view, grabbed.src, grabbed.count).length
+      ? "Move to the pile it goes to and press Enter; Escape puts it back."
+      : "It fits nowhere just now: Escape puts it back.";
+    this.onSay(`Picked up ${first ? cardWords(first) : "the cards"}${more}. ${where}`);
+  }
+
+  draw() {
+    if (!hasStock(this.view.variant) || !this.enabled || this.busy) return;
+    this.clearSelection();
+    const redeal = this.view.stock.count === 0 && this.view.variant === "canfield" && this.view.waste.count > 0;
+    this.sendAction(redeal ? "rd" : "d");
   }
 
   // -- what a pointer is on ---------------------------------------------------------------
@@ -315,7 +661,7 @@ export class BoardView {
 
   startDrag(grabbed, press) {
     this.clearSelection();
-    const layer = el("div", "drag-layer", { "data-testid": "drag-layer" });
+    const layer = el("div", "drag-layer", { "data-testid": "drag-layer", "aria-hidden": "true" });
     const style = getComputedStyle(this.board);
     for (const name of ["--cw", "--ch", "--fan"]) {
       layer.style.setProperty(name, style.getPropertyValue(name));
@@ -325,6 +671,7 @@ export class BoardView {
       const rect = node.getBoundingClientRect();
       const clone = node.cloneNode(true);
       clone.classList.add("dragging");
+      clone.removeAttribute("tabindex");
       clone.style.left = `${rect.left}px`;
       clone.style.top = `${rect.top}px`;
       clone.style.width = `${rect.width}px`;
@@ -425,12 +772,9 @@ export class BoardView {
   // -- taps, selection and double-clicks --------------------------------------------------
 
   tap(press) {
-    const view = this.view;
     const pileId = press.pileId;
     if (pileId === "s") {
-      this.clearSelection();
-      const redeal = view.stock.count === 0 && view.variant === "canfield";
-      this.sendAction(redeal ? "rd" : "d");
+      this.draw();
       return;
     }
     const now = performance.now();
@@ -446,17 +790,10 @@ export class BoardView {
     }
     const selected = this.selected;
     if (selected && pileId !== selected.src) {
-      const targets = legalTargets(this.view, selected.src, selected.count);
-      const other = press.card ? this.grab(pileId, press.card) : null;
+      // The picked cards go where the tap was; where they may not, the server's refusal
+      // says why (in plain words), and nothing else is picked instead.
       this.clearSelection();
-      if (!targets.includes(pileId) && other) {
-        // Not a place the selection may go, but a card that may move: pick it instead.
-        this.select(other);
-        return;
-      }
-      if (pileId !== "s" && pileId !== "r" && pileId !== "w") {
-        this.send(selected.src, pileId, selected.count);
-      }
+      this.send(selected.src, pileId, selected.count);
       return;
     }
     if (press.card) {
@@ -479,11 +816,13 @@ export class BoardView {
       const pile = this.board.querySelector(`[data-pile="${id}"]`);
       if (pile) pile.classList.add("target");
     }
+    if (this.board) this.board.dataset.holding = grabbed.src;
   }
 
   clearSelection() {
     this.selected = null;
     if (!this.board) return;
+    delete this.board.dataset.holding;
     for (const node of this.board.querySelectorAll(".selected")) node.classList.remove("selected");
     if (!this.drag) {
       for (const node of this.board.querySelectorAll(".target")) node.classList.remove("target");

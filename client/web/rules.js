@@ -36,6 +36,8 @@ export const GAME_INFO = {
       ["Taking back", "A foundation's top card may come back down onto the tableau."],
       ["The end", "You win when all 52 cards are home. You are stuck when nothing is left to play but the stock and a full turn of it brings up no card that fits."],
     ],
+    auto:
+      "Auto-move sends a card home only when no card could still want to go on it: Aces and 2s at once, any other card once both foundations of the other colour have reached one rank below it (a red 6 once the black 5s are home).",
   },
   "rainbow-canfield": {
     description:
@@ -51,6 +53,8 @@ export const GAME_INFO = {
       ["Stock", "Click the stock to turn one card onto the waste; its top card plays to a foundation or the tableau. There is no second pass."],
       ["The end", "You win when all 52 cards are home; you are stuck when the stock is empty and no move is left."],
     ],
+    auto:
+      "Auto-move sends a card home only when no card could still want to go on it. Any card a rank below goes on a tableau card here, so a card goes once all four cards a rank below it are home; the card after the lead rank goes at once, and a lead-rank card never goes by itself (the rank below the lead rank is the last to go home).",
   },
   "american-canister": {
     description:
@@ -64,6 +68,8 @@ export const GAME_INFO = {
       ["Gaps", "An empty pile takes only a King, or a run that starts with a King."],
       ["The end", "You win when all 52 cards are home; you are stuck when no move is left."],
     ],
+    auto:
+      "Auto-move sends a card home only when no card could still want to go on it: Aces and 2s at once, any other card once both foundations of the other colour have reached one rank below it (a red 6 once the black 5s are home).",
   },
   "british-canister": {
     description:
@@ -77,12 +83,16 @@ export const GAME_INFO = {
       ["Gaps", "An empty pile takes only a King."],
       ["The end", "You are stuck when no move is left. The results rank everyone by cards banked, and for as many cards, by who got there first."],
     ],
+    auto:
+      "Auto-move sends a card home only when no card could still want to go on it: Aces and 2s at once, any other card once both foundations of the other colour have reached one rank below it (a red 6 once the black 5s are home).",
   },
 };
 
 // Shared by the four games: undo, resigning and the end of a race.
 export const COMMON_RULES = [
-  ["Moving", "Drag a card (and the cards on it) to where it goes, or click it and then its new pile; double-click a card to send it to a foundation."],
+  ["Moving", "Drag a card (and the cards on it) to where it goes, or click it and then its new pile; double-click a card to send it to a foundation. On a phone, tap a card, then the pile it goes to; tap a card twice to send it home."],
+  ["Keyboard", "Tab to the board, then the arrow keys move between piles and cards. Enter (or Space) picks up the card in focus with the cards on it, and Enter on another pile puts them there; Escape puts them back. F sends the card in focus to a foundation, D draws from the stock, U undoes."],
+  ["Auto-move", "In the settings (⚙), Auto-move sends cards home by itself when it is safe, and Auto-finish plays the last cards home once every card is face up and nothing else is left to do. Both are off at first; each such move is a move like any other, and counts."],
   ["Undo", "Where the room allows it, Undo takes back your last move. If no move is left, undo a move or resign: your game is over only then."],
   ["The race", "Everyone plays the same deal. Winners rank by time, then everyone else by cards banked. A room may end the race a set time after the first win."],
 ];
@@ -242,4 +252,106 @@ export function canDragFrom(variant, pile) {
 // The move text for `count` cards from `src` to `dst` ("t3", "f2", or "f" for any).
 export function moveText(src, dst, count) {
   return `${src}-${dst}${count > 1 ? `x${count}` : ""}`;
+}
+
+// -- auto-move ---------------------------------------------------------------------------
+
+// How many cards of each suit are home: {C, D, H, S}.
+export function homeBySuit(view) {
+  const home = { C: 0, D: 0, H: 0, S: 0 };
+  for (const f of view.foundations) {
+    if (f.top) home[parseCard(f.top).suit] = f.count;
+  }
+  return home;
+}
+
+// Where a rank comes in a foundation: 0 for the base rank (an Ace, or Rainbow Canfield's
+// lead rank), 12 for the last.
+function foundationPosition(view, rank) {
+  const base = rankOf(view.base_rank || "A");
+  return (rank - base + 13) % 13;
+}
+
+// Whether sending `name` home is safe: it is its foundation's next card, and no card that
+// is not home yet could still want to go on it on the tableau (GAME_INFO's `auto` says it
+// in words).
+//
+// Alternating colours (Canfield, both Canisters): the cards that go on a card of rank r
+// are the two of rank r - 1 of the other colour, so the card is safe once both of their
+// foundations have reached r - 1. Aces and 2s are always safe: an Ace never needs a
+// tableau card under it, since it always has a foundation to go to.
+//
+// Rainbow Canfield builds down by rank alone, wrapping, and its foundations start at the
+// lead rank: the cards that go on a card are the four one rank below it, so it is safe
+// once all four of those are home (every foundation holds at least as many cards as its
+// own). The card just after the lead rank is always safe (lead cards always have a
+// foundation to go to); a lead card never is, since the four of the rank below the lead
+// rank go home last.
+export function safeHome(view, name) {
+  if (foundationFit(view, name) < 0) return false;
+  const card = parseCard(name);
+  const home = homeBySuit(view);
+  if (view.variant === "rainbow-canfield") {
+    const position = foundationPosition(view, card.rank);
+    if (position === 0) return false;
+    if (position === 1) return true;
+    return Math.min(home.C, home.D, home.H, home.S) >= position;
+  }
+  if (card.rank <= 2) return true;
+  const other = card.red ? [home.C, home.S] : [home.D, home.H];
+  return Math.min(...other) >= card.rank - 1;
+}
+
+// The piles a card may go home from, in the order auto-move looks at them.
+function homeSources(view) {
+  const sources = view.tableau.map((_, i) => `t${i + 1}`);
+  if (hasStock(view.variant)) sources.push("r", "w");
+  return sources;
+}
+
+// The next safe move home ("t3-f", "w-f"), or null.
+export function safeMove(view) {
+  for (const src of homeSources(view)) {
+    const cards = sourceCards(view, src);
+    if (cards.length && safeHome(view, cards[cards.length - 1])) return `${src}-f`;
+  }
+  return null;
+}
+
+// Whether every card not yet home is face up in the view: no stock, and no card under the
+// reserve's top or under the waste's visible cards.
+export function allFaceUp(view) {
+  if (!hasStock(view.variant)) return true;
+  const reserve = view.reserve ? view.reserve.count : 0;
+  return view.stock.count === 0 && reserve <= 1 && view.waste.count === view.waste.visible.length;
+}
+
+// The moves home that bring every card home from this position, with no other move, when
+// every card is face up; null when they do not (some card would stay).
+export function finishingMoves(view) {
+  if (!allFaceUp(view)) return null;
+  const piles = new Map();
+  view.tableau.forEach((cards, i) => piles.set(`t${i + 1}`, [...cards]));
+  if (hasStock(view.variant)) {
+    piles.set("r", view.reserve && view.reserve.top ? [view.reserve.top] : []);
+    piles.set("w", [...view.waste.visible]);
+  }
+  const home = homeBySuit(view);
+  let banked = Object.values(home).reduce((a, b) => a + b, 0);
+  const moves = [];
+  let moved = true;
+  while (moved) {
+    moved = false;
+    for (const [src, cards] of piles) {
+      if (!cards.length) continue;
+      const card = parseCard(cards[cards.length - 1]);
+      if (foundationPosition(view, card.rank) !== home[card.suit]) continue;
+      cards.pop();
+      home[card.suit] += 1;
+      banked += 1;
+      moves.push(`${src}-f`);
+      moved = true;
+    }
+  }
+  return banked === 52 ? moves : null;
 }

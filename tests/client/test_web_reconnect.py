@@ -189,6 +189,13 @@ class Relay:
         server_side.on_message(from_server)
 
 
+def words(name: str) -> str:
+    """A card as the page names it: "QS" -> "Queen of spades"."""
+    ranks = {"A": "Ace", "J": "Jack", "Q": "Queen", "K": "King"}
+    suits = {"C": "clubs", "D": "diamonds", "H": "hearts", "S": "spades"}
+    return f"{ranks.get(name[:-1], name[:-1])} of {suits[name[-1]]}"
+
+
 def top_card(variant: str, seed: int, pile: str, played: list[str] | None = None) -> str:
     """The name of the top card of tableau ``pile`` ("t3") after ``played``."""
     game = replay(variant, seed, played or [])
@@ -463,7 +470,8 @@ async def test_a_move_in_flight_that_the_server_refuses_says_so(
     await expect(error).to_be_visible()
     await expect(error).to_have_attribute("data-code", "stale_revision")
     await expect(page.locator(tid("error-message"))).to_contain_text(
-        f"Your move {tableau_move}, sent as the connection dropped, was not played"
+        f"Your move (the {words(moved)} onto pile {dst[1:]}), sent as the connection dropped,"
+        " was not played"
     )
     await expect(page.locator(f'{AREA} [data-pile^="f"] [data-card="{ace}"]')).to_be_visible()
     await expect(page.locator(card(src, moved))).to_be_visible()
