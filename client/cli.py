@@ -1,4 +1,11 @@
-"""``solrace play`` and ``solrace watch``: the command-line client."""
+"""``solrace play``, ``watch`` and ``daily``: the terminal client.
+
+On a terminal they open the full-screen client (:mod:`solrace.client.tui`); ``--plain``,
+or output that is not a terminal (a pipe, a script, a test), gives the line-by-line client
+(:mod:`solrace.client.terminal`). Wherever a server URL goes, the page's address is taken
+too: ``http://HOST:PORT/`` is the server at ``ws://HOST:PORT/``, and a room's link
+``http://HOST:PORT/r/CODE`` also names the room (``https`` gives ``wss``).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +14,26 @@ import asyncio
 import getpass
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine import VARIANTS
 from .logins import stored_login
+from .urls import BadServerUrl, parse_server_url
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from .tui import RaceApp
+
+__all__ = ["build_app", "full_screen", "register"]
 
 DEFAULT_URL = os.environ.get("SOLRACE_URL", "ws://127.0.0.1:8765/")
+URL_HELP = (
+    "server URL: ws://HOST:PORT/, or the page's address, http(s)://HOST:PORT/ or a room's "
+    "link http(s)://HOST:PORT/r/CODE"
+)
+PLAIN_HELP = (
+    "the line-by-line client, for scripts (the default when the output is not a terminal); "
+    "without it a terminal gets the full-screen client"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -22,7 +41,7 @@ def register(subparsers: Any) -> None:
     play: argparse.ArgumentParser = subparsers.add_parser(
         "play", help="create or join a room and race in the terminal"
     )
-    play.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+    play.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"{URL_HELP} ({DEFAULT_URL})")
     play.add_argument("--name", default=None, help="display name (your login name)")
     play.add_argument("--join", metavar="CODE", help="join this room instead of creating one")
     play.add_argument(
@@ -73,23 +92,62 @@ def register(subparsers: Any) -> None:
         help="how long a 'first' race goes on after the first win (30)",
     )
     play.add_argument("--no-color", action="store_true", help="no ANSI colours")
+    play.add_argument("--plain", action="store_true", help=PLAIN_HELP)
     play.set_defaults(func=_play)
     daily: argparse.ArgumentParser = subparsers.add_parser(
         "daily", help="play today's daily deal, then see the leaderboard"
     )
     daily.add_argument("variant", choices=sorted(VARIANTS))
-    daily.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+    daily.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"{URL_HELP} ({DEFAULT_URL})")
     daily.add_argument("--name", default=None, help="display name (your login name)")
     daily.add_argument("--no-color", action="store_true", help="no ANSI colours")
+    daily.add_argument("--plain", action="store_true", help=PLAIN_HELP)
     daily.set_defaults(func=_daily)
     watch: argparse.ArgumentParser = subparsers.add_parser(
         "watch", help="watch a room as a spectator"
     )
-    watch.add_argument("url", help="server URL, such as ws://127.0.0.1:8765/")
-    watch.add_argument("code", help="the room code")
+    watch.add_argument("url", help=f"{URL_HELP}, such as ws://127.0.0.1:8765/")
+    watch.add_argument(
+        "code", nargs="?", default=None, help="the room code (if the URL is not the room's link)"
+    )
     watch.add_argument("--name", default="spectator")
     watch.add_argument("--no-color", action="store_true", help="no ANSI colours")
+    watch.add_argument("--plain", action="store_true", help=PLAIN_HELP)
     watch.set_defaults(func=_watch)
+
+
+class _Refused(Exception):
+    """A command line that cannot be carried out: its stable code and a sentence."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _server(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The websocket URL to connect to, and the room the command names (by ``--join``,
+    the ``code`` argument or the room's link), from the command's arguments."""
+    try:
+        parsed = parse_server_url(args.url)
+    except BadServerUrl as error:
+        raise _Refused(str(error)) from None
+    given = getattr(args, "join", None) or getattr(args, "code", None)
+    code = given.strip().upper() if given else None
+    if code and parsed.code and code != parsed.code:
+        raise _Refused(
+            f"two_rooms: the link names room {parsed.code} but the command names room {code}"
+        )
+    return parsed.ws, code or parsed.code
+
+
+def _refused(command: str, error: _Refused) -> int:
+    print(f"solrace {command}: {error.message}", file=sys.stderr)
+    return 2
+
+
+def full_screen(args: argparse.Namespace) -> bool:
+    """Whether the command runs the full-screen client: on a terminal, without ``--plain``."""
+    return not args.plain and sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def _color(args: argparse.Namespace) -> bool:
@@ -102,10 +160,8 @@ def _token(url: str) -> str | None:
     return None if login is None else login["token"]
 
 
-def _play(args: argparse.Namespace) -> int:
-    from .terminal import StdConsole, play
-
-    name = args.name or getpass.getuser()
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The new room's settings that ``solrace play`` asks for."""
     settings: dict[str, Any] = {
         "max_players": args.max_players,
         "time_limit": args.time_limit,
@@ -119,48 +175,110 @@ def _play(args: argparse.Namespace) -> int:
     for key in ("winnable", "finish", "finish_grace"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
+    return settings
+
+
+def build_app(args: argparse.Namespace) -> RaceApp:
+    """The full-screen client of ``solrace play``, ``watch`` or ``daily``, from the
+    command's arguments (raises _Refused for a URL or room that cannot be read)."""
+    from .tui import RaceApp
+
+    url, code = _server(args)
+    color = not args.no_color and "NO_COLOR" not in os.environ
+    if args.command == "watch":
+        if code is None:
+            raise _Refused(
+                "no_room: name the room to watch: solrace watch URL CODE, or the room's link"
+            )
+        return RaceApp(url, mode="watch", name=args.name, token=_token(url), join=code, color=color)
+    name = args.name or getpass.getuser()
+    if args.command == "daily":
+        return RaceApp(
+            url, mode="daily", name=name, token=_token(url), variant=args.variant, color=color
+        )
+    return RaceApp(
+        url,
+        mode="play",
+        name=name,
+        token=_token(url),
+        join=code,
+        variant=args.variant,
+        settings=_settings(args),
+        color=color,
+    )
+
+
+def _run_app(args: argparse.Namespace) -> int:
+    try:
+        app = build_app(args)
+    except _Refused as error:
+        return _refused(args.command, error)
+    app.run()
+    code = app.return_code or 0
+    for line in app.farewell:  # the screen is back: what to keep of the session
+        print(line, file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def _play(args: argparse.Namespace) -> int:
+    if full_screen(args):
+        return _run_app(args)
+    from .terminal import StdConsole, play
+
+    try:
+        url, code = _server(args)
+    except _Refused as error:
+        return _refused("play", error)
     color = _color(args)
     return asyncio.run(
         play(
-            args.url,
+            url,
             StdConsole(color),
-            name=name,
-            token=_token(args.url),
-            join=args.join,
+            name=args.name or getpass.getuser(),
+            token=_token(url),
+            join=code,
             variant=args.variant,
-            settings=settings,
+            settings=_settings(args),
             color=color,
         )
     )
 
 
 def _watch(args: argparse.Namespace) -> int:
+    if full_screen(args):
+        return _run_app(args)
     from .terminal import StdConsole, watch
 
+    try:
+        url, code = _server(args)
+        if code is None:
+            raise _Refused(
+                "no_room: name the room to watch: solrace watch URL CODE, or the room's link"
+            )
+    except _Refused as error:
+        return _refused("watch", error)
     color = _color(args)
     return asyncio.run(
-        watch(
-            args.url,
-            args.code,
-            StdConsole(color),
-            name=args.name,
-            token=_token(args.url),
-            color=color,
-        )
+        watch(url, code, StdConsole(color), name=args.name, token=_token(url), color=color)
     )
 
 
 def _daily(args: argparse.Namespace) -> int:
+    if full_screen(args):
+        return _run_app(args)
     from .terminal import StdConsole, daily
 
+    try:
+        url, _ = _server(args)
+    except _Refused as error:
+        return _refused("daily", error)
     color = _color(args)
-    name = args.name or getpass.getuser()
     return asyncio.run(
         daily(
-            args.url,
+            url,
             StdConsole(color),
-            name=name,
-            token=_token(args.url),
+            name=args.name or getpass.getuser(),
+            token=_token(url),
             variant=args.variant,
             color=color,
         )

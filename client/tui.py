@@ -1,0 +1,954 @@
+"""The full-screen terminal client: ``solrace play``, ``watch`` and ``daily`` on Textual.
+
+The board is drawn in place, beside a clock and the standings; what happens goes to a
+log above the prompt, so that nothing the server sends ever lands in the line being
+typed. Everything goes through the client library (:class:`Client`); the line-by-line
+client (``--plain``, :mod:`solrace.client.terminal`) stays for scripts.
+
+The app keeps what a person needs of the room: who is in it and how its race is set, the
+player's own board (or every board a spectator may see), the standings by place, the
+results with par. When the server goes away the library resumes by itself for a while;
+if it gives up, the app ends with one line saying so and a non-zero code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar, Literal
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Input, RichLog, Static
+from websockets.exceptions import WebSocketException
+
+from .connection import Client, ClientClosed, ServerError
+from .terminal import (
+    BRITISH_CANISTER,
+    FINISH_HELP,
+    MAY_LEAVE,
+    SPECTATORS_HELP,
+    STUCK_OVER,
+    _standing_order,
+    ordinal,
+    render_board,
+    render_race,
+    render_results,
+    render_spectators,
+)
+from .urls import room_link
+
+__all__ = [
+    "DAILY_HELP",
+    "STUCK_UNDO",
+    "WATCH_HELP",
+    "RaceApp",
+    "board_text",
+    "play_help",
+    "standings_text",
+]
+
+Mode = Literal["play", "watch", "daily"]
+
+SUITS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
+MAX_LINE = 64
+"""The longest line sent: a move or a command is far shorter (the server reads no string
+over 256 characters, and cannot say which request such a frame was)."""
+STUCK_UNDO = "No move left: undo or resign (u undoes the last move, 'resign' gives up)"
+MOVES_NOTATION = (
+    "t1-t3 (the top card of pile 1 onto pile 3), t1-t3x2 (two cards), t2-f (to a "
+    "foundation), r-t1 (from the reserve), w-f (from the waste), f2-t4 (back from a "
+    "foundation), d (draw), rd (redeal)"
+)
+DAILY_HELP = (
+    "The daily deal: the same deal for everyone today, and one ranked attempt (your first "
+    "of the day); no undo, and no rematch: the leaderboard follows the results. Type a "
+    f"move and Enter: {MOVES_NOTATION}; or the number of a legal move (? lists them). "
+    "'resign' gives up; q quits (and resigns the attempt)."
+)
+WATCH_HELP = (
+    "Watching: the standings, and the boards as the room's spectator setting shows them. "
+    "This stays for the room's next race (a rematch); q quits."
+)
+GAMES = {
+    "canfield": "Canfield: bring all 52 cards home, Ace to King by suit; build down in "
+    "alternating colours; the stock turns three at a time, as often as you like.",
+    "rainbow-canfield": "Rainbow Canfield: foundations start at the deal's lead rank and wrap "
+    "King to Ace; build down in any suit, whole piles only; the stock turns one card, once.",
+    "american-canister": "American Canister: every card face up on eight piles; build down "
+    "in alternating colours, runs move as a unit; free the Aces, make room for the Kings.",
+    "british-canister": "British Canister: every card face up on eight piles; build down in "
+    "alternating colours, one card at a time; only a King fills an empty pile.",
+}
+RANKS = {
+    "A": "Ace",
+    "J": "Jack",
+    "Q": "Queen",
+    "K": "King",
+}
+
+
+def play_help(undo: bool) -> str:
+    """How to play, in a room where undo is (or is not) allowed."""
+    undo_text = "u (undo)" if undo else "no undo in this room"
+    return (
+        f"Type a move and Enter: {MOVES_NOTATION}, {undo_text}; or the number of a legal "
+        "move (? lists them, F2 too). 'ready' when you are, 'start' (the host), 'rematch' "
+        "after a race, 'resign' gives up, 'link' shows the room's link, q quits."
+    )
+
+
+# -- drawing -------------------------------------------------------------------------------
+
+
+def _card(name: str | None, color: bool, *, width: int = 3, top: bool = False) -> Text:
+    """A card as its rank and suit sign, right-aligned in ``width`` (red suits in red);
+    an empty place as dots."""
+    if not name:
+        return Text(f"{'··':>{width}}", style="dim")
+    rank, suit = name[:-1], name[-1]
+    face = rank + SUITS.get(suit, suit)
+    style = "bold red" if color and suit in "DH" else "bold"
+    text = Text(" " * max(0, width - len(face)))
+    text.append(face, style=style + (" underline" if top else ""))
+    return text
+
+
+def _foundation_rule(view: dict[str, Any]) -> str:
+    base = view.get("base_rank", "A")
+    if view["variant"] == "rainbow-canfield":
+        return f"from {RANKS.get(base, base)} up by suit, King wraps to Ace"
+    return f"from {RANKS.get(base, base)} up to King, by suit"
+
+
+def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> Text:
+    """A board (a player's masked view) drawn as it lies: foundations, then the reserve,
+    stock and waste where the game has them, then the tableau in columns; every pile
+    labelled with its name in the move notation."""
+    text = Text()
+    if title:
+        text.append(f"{title}\n", style="bold reverse")
+    status = view["status"]
+    text.append(f"{view['variant']}", style="bold")
+    text.append(f"   banked {view['banked']}/52   moves {view['moves']}   ")
+    text.append(status, style="bold" if status != "playing" else "")
+    text.append("\n\n")
+    text.append("Foundations ", style="bold")
+    for i, pile in enumerate(view["foundations"]):
+        text.append(f" f{i + 1} ", style="dim")
+        text.append_text(_card(pile["top"], color))
+        text.append(" ")
+    text.append(f"\n             {_foundation_rule(view)}\n", style="dim")
+    if "reserve" in view:
+        reserve, stock, waste = view["reserve"], view["stock"], view["waste"]
+        text.append("Reserve r   ", style="bold")
+        text.append_text(_card(reserve["top"], color))
+        left = reserve["count"]
+        note = f"{left} left, the top one face up" if left else "empty"
+        text.append(f"   {note}\n", style="dim")
+        text.append("Stock       ", style="bold")
+        text.append(" ▒▒" if stock["count"] else " ··", style="" if stock["count"] else "dim")
+        note = f"{stock['count']} face down (d draws)" if stock["count"] else "empty"
+        text.append(f"   {note}\n", style="dim")
+        text.append("Waste w     ", style="bold")
+        visible = waste["visible"]
+        if not visible:
+            text.append_text(_card(None, color))
+        for i, card in enumerate(visible):
+            if i:
+                text.append(" ")
+            text.append_text(_card(card, color, top=i == len(visible) - 1 and len(visible) > 1))
+        count = waste["count"]
+        note = f"{count} in all, the last one shown plays" if count else "empty"
+        text.append(f"   {note}\n", style="dim")
+    text.append("\n")
+    piles = view["tableau"]
+    text.append("Tableau\n", style="bold")
+    for i in range(len(piles)):
+        text.append(f"{'t' + str(i + 1):>4} ", style="dim")
+    text.append("\n")
+    depth = max((len(p) for p in piles), default=0)
+    for row in range(max(depth, 1)):
+        for pile in piles:
+            if row < len(pile):
+                text.append_text(_card(pile[row], color, width=4))
+            elif row == 0:
+                text.append_text(_card(None, color, width=4))
+            else:
+                text.append("    ")
+            text.append(" ")
+        text.append("\n")
+    return text
+
+
+def _bar(banked: int, width: int = 8) -> str:
+    full = banked * width // 52
+    return "█" * full + "░" * (width - full)
+
+
+def standings_text(
+    standings: Iterable[dict[str, Any]], names: dict[str, str], me: str | None = None
+) -> Text:
+    """Every player's standing, by place: winners by place, then the others by cards
+    banked, then time; this player's own row marked."""
+    text = Text("Standings\n", style="bold")
+    rows = sorted(standings, key=_standing_order)
+    if not rows:
+        text.append("no race yet\n", style="dim")
+    for i, row in enumerate(rows, start=1):
+        name = names.get(row["player_id"], row["player_id"])
+        if row["player_id"] == me:
+            name += " (you)"
+        status = row["status"]
+        if status == "won" and row.get("place"):
+            status = f"won {ordinal(row['place'])}"
+        style = "bold" if row["player_id"] == me else ""
+        text.append(f"{i:2}. {name:<14} ", style=style)
+        text.append(_bar(row["banked"]), style="green" if row["status"] == "won" else "")
+        text.append(f" {row['banked']:2}/52 {row['moves']:3} moves  {status}\n", style=style)
+    return text
+
+
+def _show(widget: Static, text: Text) -> None:
+    """Draw ``text`` in ``widget``, unless it shows that already (a redraw lays out the
+    screen again)."""
+    if widget.content != text:
+        widget.update(text)
+
+
+def _clock(seconds: float) -> str:
+    whole = max(0, int(seconds + 0.999))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+class RaceApp(App[int]):
+    """A full-screen client of one room: to play it (``play``), watch it (``watch``) or
+    play the daily deal (``daily``)."""
+
+    TITLE = "solrace"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    Screen { layout: vertical; }
+    #title { height: auto; padding: 0 1; background: $primary-background; }
+    #main { height: 1fr; }
+    #boards { width: 1fr; min-width: 46; padding: 0 1; }
+    #side { width: 1fr; max-width: 66; padding: 0 1; border-left: solid $primary; }
+    #clock { height: auto; text-style: bold; margin-bottom: 1; }
+    #standings, #room, #results { height: auto; margin-bottom: 1; }
+    .board { height: auto; margin-bottom: 1; }
+    #moves { height: auto; padding: 0 1; border-top: solid $primary; display: none; }
+    #moves.shown { display: block; }
+    #status { height: auto; padding: 0 1; color: $warning; text-style: bold; }
+    #log { height: 8; border-top: solid $primary; padding: 0 1; }
+    #prompt { margin: 0 0; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "show_help", "help"),
+        Binding("f2", "toggle_moves", "legal moves (or ?)"),
+        Binding("ctrl+q", "quit_race", "quit", priority=True),
+        Binding("ctrl+c", "quit_race", "quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        mode: Mode = "play",
+        name: str | None = None,
+        token: str | None = None,
+        join: str | None = None,
+        variant: str = "canfield",
+        settings: dict[str, Any] | None = None,
+        color: bool = True,
+        resume_timeout: float = 30.0,
+        request_timeout: float = 30.0,
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.mode: Mode = mode
+        self.join = join.strip().upper() if join else None
+        self.variant = variant
+        self.create_settings = dict(settings or {})
+        self.color = color
+        self.token = token
+        self.client = Client(
+            url,
+            name=name,
+            token=token,
+            resume_timeout=resume_timeout,
+            request_timeout=request_timeout,
+        )
+        self.code: str | None = None
+        self.link: str | None = None
+        self.settings: dict[str, Any] = {}
+        self.names: dict[str, str] = {}
+        self.members: list[dict[str, Any]] = []
+        self.host: str | None = None
+        self.state = "lobby"
+        self.race = 0
+        self.standings: dict[str, dict[str, Any]] = {}
+        self.boards: dict[str, dict[str, Any]] = {}
+        self.board_note = ""
+        self.board_widgets: dict[str, Static] = {}
+        self.results: str | None = None
+        self.leaderboard: str | None = None
+        self.deadline: float | None = None
+        self.starts_at: float | None = None
+        self.done = False
+        self.ends_told = False
+        self.offline = False
+        self.farewell: list[str] = []
+        """What to print once the app has left the screen (the last results, or why it
+        ended)."""
+        self._commands: asyncio.Queue[str] = asyncio.Queue()
+        self._leaving = False
+        self._over = asyncio.Event()
+        self._closed_code: int | None = None
+        self._ui_ready = False
+
+    # -- layout --------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        with Horizontal(id="main"):
+            with VerticalScroll(id="boards"):
+                yield Static(id="board", classes="board")
+            with VerticalScroll(id="side"):
+                yield Static(id="clock")
+                yield Static(id="standings")
+                yield Static(id="results")
+                yield Static(id="room")
+        yield Static(id="moves")
+        yield Static(id="status")
+        yield RichLog(id="log", wrap=True, max_lines=1000, markup=False)
+        yield Input(id="prompt", placeholder=self._placeholder())
+        yield Footer()
+
+    def _placeholder(self) -> str:
+        if self.mode == "watch":
+            return "q quits; help explains"
+        return "type a move (t1-t3, w-f, d) or its number, ? for the legal moves, help, q"
+
+    def on_mount(self) -> None:
+        self._ui_ready = True
+        self.query_one("#prompt", Input).focus()
+        self._draw()
+        self.set_interval(0.25, self._tick)
+        self.run_worker(self._session(), name="session", exit_on_error=False)
+        self.run_worker(self._command_loop(), name="commands", exit_on_error=False)
+
+    async def on_unmount(self) -> None:
+        self._leaving = True
+        await self.client.close()
+
+    # -- messages ------------------------------------------------------------------------
+
+    def say(self, line: str, style: str = "") -> None:
+        """Add a line to the log above the prompt."""
+        self.query_one("#log", RichLog).write(Text(line, style=style))
+
+    async def _finish(self, code: int, *lines: str) -> None:
+        """Leave the app with ``code``; ``lines`` are printed once the screen is back."""
+        if self._leaving:
+            return
+        self._leaving = True
+        self.farewell = [line for line in lines if line]
+        await self.client.close()
+        self.exit(code, return_code=code)
+
+    # -- the session -----------------------------------------------------------------------
+
+    async def _session(self) -> None:
+        try:
+            await self.client.connect()
+            if self.mode == "watch":
+                assert self.join is not None
+                room = await self.client.join(self.join, role="spectator")
+            elif self.mode == "daily":
+                room = await self.client.daily(self.variant)
+            elif self.join:
+                room = await self.client.join(self.join)
+            else:
+                room = await self.client.create_room(self.variant, **self.create_settings)
+        except (ServerError, OSError, WebSocketException, TimeoutError, ClientClosed) as error:
+            await self._finish(1, *self._could_not(error))
+            return
+        self._take_room(room)
+        self._introduce(room)
+        async for event in self.client.events():
+            self.take_event(event)
+            if self._leaving:
+                return
+        if not self._leaving:
+            await self._finish(1, self._lost_line())
+
+    def _could_not(self, error: BaseException) -> list[str]:
+        what = {
+            "watch": f"watch room {self.join}",
+            "daily": "start the daily deal",
+            "play": f"join room {self.join}" if self.join else "create the room",
+        }[self.mode]
+        if isinstance(error, OSError | WebSocketException | TimeoutError):
+            lines = [f"Could not reach the server at {self.url} to {what}: {error}"]
+        else:
+            lines = [f"Could not {what}: {error}"]
+        if self.token is not None and isinstance(error, ServerError) and error.code == "bad_token":
+            lines.append("The login kept for this server no longer works: solrace login again.")
+        if self.variant == "british-canister" and self.mode != "watch":
+            lines.append(BRITISH_CANISTER)
+        return lines
+
+    def _lost_line(self) -> str:
+        if self._closed_code is None:
+            return (
+                f"Lost the server at {self.url}: it did not come back within "
+                f"{self.client.resume_timeout:g} s."
+            )
+        return f"The server at {self.url} closed the connection (code {self._closed_code})."
+
+    def _introduce(self, room: dict[str, Any]) -> None:
+        variant = room["settings"]["variant"]
+        me = self.client.name
+        if self.mode == "watch":
+            self.say(f"Watching room {room['code']} ({variant}) as {me}.")
+            self.say(WATCH_HELP)
+        elif self.mode == "daily":
+            settings = room["settings"]
+            ranked = (
+                "ranked" if settings.get("attempt") == 1 else "not ranked: your first was ranked"
+            )
+            self.say(
+                f"Daily {variant} {settings.get('daily')}, attempt {settings.get('attempt')} "
+                f"({ranked}); {settings['time_limit'] // 60} minutes."
+            )
+            self.say(DAILY_HELP)
+        else:
+            self.say(f"Room {room['code']} ({variant}); you are {me}.")
+            if self.link:
+                self.say(f"Send your friends this link: {self.link}", "bold")
+            self.say(play_help(bool(self.settings.get("undo", True))))
+            self.say("Type 'ready' when you are (the host may type 'start').")
+            if room.get("host") == self.client.player_id:
+                self.say(SPECTATORS_HELP)
+                self.say(FINISH_HELP)
+        if variant == "british-canister":
+            self.say(BRITISH_CANISTER, "bold")
+
+    # -- room state ----------------------------------------------------------------------
+
+    def _take_room(self, room: dict[str, Any]) -> None:
+        """Take a whole snapshot (at the start, and after a resume)."""
+        loop = asyncio.get_running_loop()
+        self.code = room["code"]
+        if self.mode != "daily":
+            self.link = room_link(self.url, room["code"])
+        self.settings = room["settings"]
+        self.host = room.get("host")
+        self.members = room.get("members", [])
+        self.names.update({m["player_id"]: m["name"] for m in self.members})
+        self.state = room.get("state", "lobby")
+        self.race = room.get("race", 0)
+        if self.state == "countdown" and room.get("starts_in_ms") is not None:
+            self.starts_at = loop.time() + room["starts_in_ms"] / 1000
+        if self.state in ("racing", "finished"):
+            self.standings = {}
+            for player in room.get("players", []):
+                self.names.setdefault(player["player_id"], player.get("name", ""))
+                self.standings[player["player_id"]] = {
+                    k: v for k, v in player.items() if k not in ("view", "name")
+                }
+            left = room.get("left_ms")
+            if left is None:
+                left = room.get("time_limit", 0) * 1000 - room.get("elapsed_ms", 0)
+            self.deadline = loop.time() + left / 1000
+            if "boards" in room:
+                self.boards = dict(room["boards"])
+            if self.state == "finished" and room.get("results") is not None:
+                self.results = render_results(
+                    {
+                        "race": self.race,
+                        "variant": self.settings["variant"],
+                        "seed": room.get("seed"),
+                        "results": room["results"],
+                        "par": room.get("par"),
+                        "daily": self.settings.get("daily"),
+                        "attempt": self.settings.get("attempt"),
+                    }
+                )
+        self._draw()
+
+    def _me(self) -> dict[str, Any] | None:
+        return self.standings.get(self.client.player_id or "")
+
+    def _undo(self) -> bool:
+        return bool(self.settings.get("undo", True)) and self.mode != "daily"
+
+    def game_goes_on(self) -> bool:
+        """Whether this player's game of a running race is not over yet."""
+        view = self.client.view
+        if self.mode == "watch" or self.state != "racing" or view is None:
+            return False
+        return view["status"] == "playing" or (view["status"] == "stuck" and self._undo())
+
+    def take_event(self, event: dict[str, Any]) -> None:
+        """Take one room event and redraw what it changed."""
+        kind = event.get("type")
+        me = self.client.player_id
+        if kind == "members":
+            if event.get("closed"):
+                self._end_soon(0, f"The room was closed: {event['closed']}.")
+                return
+            if me in (event.get("removed") or {}):
+                why = event["removed"][me]
+                reason = "the host turned spectators off" if why == "spectators_off" else why
+                self._end_soon(0, f"You are out of the room: {reason}.")
+                return
+            before = self.settings
+            self.settings = event.get("settings", self.settings)
+            if before and self.settings != before:
+                self.say(render_spectators(self.settings))
+                race = render_race(self.settings)
+                if race:
+                    self.say(race)
+            self.members = event.get("members", self.members)
+            self.host = event.get("host", self.host)
+            self.names.update({m["player_id"]: m["name"] for m in self.members})
+            state = event.get("state", self.state)
+            if state == "lobby" and self.state == "finished":
+                self.say("Back in the lobby: a new race on a new deal is coming.", "bold")
+                self.results = None
+                self.leaderboard = None
+            self.state = state
+        elif kind == "countdown":
+            self.state = "countdown"
+            self.starts_at = asyncio.get_running_loop().time() + event["seconds"]
+            if event["seconds"]:
+                self.say(f"The race starts in {event['seconds']} s.")
+        elif kind == "race_started":
+            self._race_started(event)
+        elif kind == "progress":
+            self._progress(event)
+        elif kind == "boards":
+            self.boards.update(event["boards"])
+            self.board_note = f" ({event['delay']} s ago)"
+        elif kind == "race_over":
+            self._race_over(event)
+        elif kind == "room":
+            self._take_room(event["room"])
+        elif kind == "resumed":
+            self.offline = False
+            if event.get("restarted"):
+                self.say("The server restarted; connection restored, the race goes on.", "bold")
+            else:
+                self.say("Connection restored.")
+        elif kind == "closed":
+            self._closed_code = event.get("code")
+        self._draw()
+
+    def _end_soon(self, code: int, line: str) -> None:
+        self.say(line, "bold")
+        self.run_worker(self._finish(code, line), exit_on_error=False)
+
+    def _race_started(self, event: dict[str, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        self.state, self.race = "racing", event["race"]
+        self.done, self.ends_told = False, False
+        self.results = self.leaderboard = None
+        self._over.clear()
+        self.names.update({p["player_id"]: p["name"] for p in event["players"]})
+        start = (event.get("view") or {}).get("banked")
+        if start is None and event.get("boards"):
+            start = next(iter(event["boards"].values()))["banked"]
+        self.standings = {
+            p["player_id"]: {
+                "player_id": p["player_id"],
+                "banked": start or 0,
+                "moves": 0,
+                "status": "playing",
+                "elapsed_ms": 0,
+            }
+            for p in event["players"]
+        }
+        self.deadline = loop.time() + event.get("time_limit", self.settings.get("time_limit", 0))
+        self.boards = dict(event.get("boards") or {})
+        self.board_note = ""
+        self.say(f"Race {event['race']} started: {event['variant']}.", "bold")
+        if self.mode == "watch" and self.settings.get("spectators") == "after":
+            self.say("The boards are shown once the race is over.")
+
+    def _progress(self, event: dict[str, Any]) -> None:
+        me = self.client.player_id
+        for standing in event["players"]:
+            player_id = standing["player_id"]
+            self.standings[player_id] = {k: v for k, v in standing.items() if k != "view"}
+            if "view" in standing:
+                self.boards[player_id] = standing["view"]
+                self.board_note = ""
+            if player_id == me:
+                self._own_standing(standing)
+            if standing["status"] == "won":
+                self._first_win(standing)
+
+    def _own_standing(self, standing: dict[str, Any]) -> None:
+        """This player's game: a win is told with its place; a game over lets them go."""
+        status = standing["status"]
+        if self.done or self.state != "racing":
+            return
+        if status == "won":
+            place = standing.get("place")
+            of = f" of {len(self.standings)}" if len(self.standings) > 1 else ""
+            where = f" {ordinal(place)}{of}" if place else ""
+            self.say(f"You finished{where}: all 52 cards are home!", "bold green")
+        elif status == "resigned":
+            self.say("You resigned.")
+        elif status == "out_of_time":
+            self.say("Out of time.")
+        elif status == "stuck" and self._undo():
+            self.say(STUCK_UNDO, "bold")
+            return
+        elif status != "stuck":
+            return
+        else:
+            self.say(STUCK_OVER, "bold")
+        self.done = True
+        if len(self.standings) > 1:
+            self.say(MAY_LEAVE)
+
+    def _first_win(self, standing: dict[str, Any]) -> None:
+        """In a first-to-finish room, the first win brings the race's end forward."""
+        if self.ends_told or self.settings.get("finish") != "first" or len(self.standings) < 2:
+            return
+        self.ends_told = True
+        grace = int(self.settings.get("finish_grace") or 0)
+        end = asyncio.get_running_loop().time() + grace
+        self.deadline = end if self.deadline is None else min(self.deadline, end)
+        who = (
+            "you"
+            if standing["player_id"] == self.client.player_id
+            else self.names.get(standing["player_id"], standing["player_id"])
+        )
+        self.say(f"First to finish: {who} won, the race ends in {grace} s.", "bold")
+
+    def _race_over(self, event: dict[str, Any]) -> None:
+        self.state = "finished"
+        self._over.set()
+        if "boards" in event:
+            self.boards.update(event["boards"])
+            self.board_note = " (final)"
+        self.results = render_results(event)
+        me = next((r for r in event["results"] if r["player_id"] == self.client.player_id), None)
+        if me is not None:
+            self.say(f"Race over: you are {ordinal(me['rank'])} of {len(event['results'])}.")
+        else:
+            self.say(f"Race {event['race']} is over.")
+        if self.mode == "daily":
+            self.say("That was today's attempt: no rematch. q quits.")
+            self.run_worker(self._fetch_leaderboard(), exit_on_error=False)
+        elif self.mode == "watch":
+            self.say("Waiting for the room's next race (q quits).")
+        else:
+            self.say("Type 'rematch' for a new race on a new deal, or q to quit.")
+
+    async def _fetch_leaderboard(self) -> None:
+        with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+            self.leaderboard = render_board(await self.client.leaderboard(self.variant))
+            self._draw()
+
+    # -- drawing -------------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        """Redraw every pane from the state held (each in place)."""
+        if not self._ui_ready:
+            return
+        self._draw_title()
+        self._draw_boards()
+        _show(
+            self.query_one("#standings", Static),
+            standings_text(self.standings.values(), self.names, self.client.player_id),
+        )
+        results = Text()
+        if self.results:
+            results.append("Results\n", style="bold")
+            results.append(self.results + "\n")
+        if self.leaderboard:
+            results.append("\n" + self.leaderboard + "\n")
+        _show(self.query_one("#results", Static), results)
+        _show(self.query_one("#room", Static), self._room_text())
+        self._draw_moves()
+        _show(self.query_one("#status", Static), self._status_text())
+        self._tick()
+
+    def _draw_title(self) -> None:
+        title = Text()
+        title.append("solrace", style="bold")
+        variant = self.settings.get("variant", self.variant)
+        if self.mode == "daily":
+            title.append(f"  daily {variant} {self.settings.get('daily', '')}")
+            attempt = self.settings.get("attempt")
+            if attempt is not None:
+                ranked = "ranked" if attempt == 1 else "not ranked"
+                title.append(f", attempt {attempt} ({ranked})")
+        elif self.code:
+            title.append(f"  room {self.code}  {variant}")
+        if self.client.name:
+            title.append(f"  {'watching as' if self.mode == 'watch' else 'you are'} ")
+            title.append(self.client.name, style="bold")
+        if self.link:
+            title.append("\nShare: ")
+            title.append(self.link, style="bold underline")
+        _show(self.query_one("#title", Static), title)
+
+    def _draw_boards(self) -> None:
+        board = self.query_one("#board", Static)
+        if self.mode != "watch":
+            view = self.client.view
+            if view is None:
+                _show(board, Text("The board is dealt when the race starts.", style="dim"))
+            else:
+                _show(board, board_text(view, color=self.color))
+            return
+        if self.boards:
+            _show(board, Text(f"Boards{self.board_note}", style="bold"))
+        elif self.state in ("racing", "finished") and self.settings.get("spectators") in (
+            "after",
+            "delayed",
+        ):
+            _show(board, Text("The boards are shown once the race is over.", style="dim"))
+        else:
+            _show(board, Text("No race yet: the boards come with the deal.", style="dim"))
+        container = self.query_one("#boards", VerticalScroll)
+        for player_id in list(self.board_widgets):
+            if player_id not in self.boards:
+                self.board_widgets.pop(player_id).remove()
+        for player_id, view in self.boards.items():
+            text = board_text(
+                view, color=self.color, title=f" {self.names.get(player_id, player_id)} "
+            )
+            widget = self.board_widgets.get(player_id)
+            if widget is None:
+                widget = Static(text, classes="board")
+                self.board_widgets[player_id] = widget
+                container.mount(widget)
+            else:
+                _show(widget, text)
+
+    def _room_text(self) -> Text:
+        text = Text()
+        variant = self.settings.get("variant", self.variant)
+        text.append(GAMES.get(variant, variant) + "\n", style="dim")
+        if variant == "british-canister":
+            text.append(BRITISH_CANISTER + "\n", style="bold")
+        if self.settings and self.mode != "daily":
+            text.append(render_spectators(self.settings) + "\n")
+            race = render_race(self.settings)
+            if race:
+                text.append(race + "\n")
+            undo = "undo allowed" if self.settings.get("undo", True) else "no undo"
+            text.append(f"{undo}; {self.settings.get('time_limit', 0) // 60} minutes\n")
+        if self.mode == "daily":
+            text.append("No undo; one ranked attempt a day (your first); no rematch.\n")
+        if self.members and self.mode != "daily":
+            text.append("In the room:\n", style="bold")
+            for m in self.members:
+                tags = []
+                if m["player_id"] == self.host:
+                    tags.append("host")
+                if m.get("role") == "spectator":
+                    tags.append("spectating")
+                elif m.get("ready"):
+                    tags.append("ready")
+                if not m.get("connected", True):
+                    tags.append("away")
+                if m["player_id"] == self.client.player_id:
+                    tags.append("you")
+                text.append(f"  {m['name']}" + (f" ({', '.join(tags)})" if tags else "") + "\n")
+        return text
+
+    def _legal(self) -> list[str]:
+        if self.mode == "watch" or self.state != "racing":
+            return []
+        return list((self.client.view or {}).get("legal", []))
+
+    def _draw_moves(self) -> None:
+        moves = self.query_one("#moves", Static)
+        legal = self._legal()
+        text = Text("Legal moves ", style="bold")
+        if not legal:
+            text.append("none now" if self.mode != "watch" else "(you are watching)")
+        else:
+            text.append("(type the number or the move): ", style="dim")
+            text.append("  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1)))
+        _show(moves, text)
+
+    def _status_text(self) -> Text:
+        view = self.client.view
+        if self.offline:
+            return Text("Connection lost: reconnecting… (moves wait until it is back)")
+        if self.mode == "watch" or view is None or self.state not in ("racing", "finished"):
+            return Text("")
+        status = view["status"]
+        mine = self._me() or {}
+        if status == "won":
+            place = mine.get("place")
+            of = f" of {len(self.standings)}" if len(self.standings) > 1 else ""
+            where = f" {ordinal(place)}{of}" if place else ""
+            return Text(f"You finished{where}: all 52 cards are home!")
+        if status == "stuck":
+            if self._undo() and self.state == "racing":
+                return Text(STUCK_UNDO)
+            return Text(STUCK_OVER)
+        if status == "resigned":
+            return Text("You resigned.")
+        if status == "out_of_time":
+            return Text("Out of time.")
+        return Text("")
+
+    def _tick(self) -> None:
+        """The clock, and whether the connection is up."""
+        if not self._ui_ready:
+            return
+        connected = self.client._connected.is_set()  # the library's own state of the socket
+        lost = not connected and self.client.player_id is not None and not self._leaving
+        if lost and not self.offline:
+            self.offline = True
+            self.say("Connection lost: reconnecting…", "bold")
+            _show(self.query_one("#status", Static), self._status_text())
+        loop = asyncio.get_running_loop()
+        if self.state == "racing" and self.deadline is not None:
+            clock = f"Time left {_clock(self.deadline - loop.time())}"
+            if self.ends_told:
+                clock += " (first to finish)"
+        elif self.state == "countdown" and self.starts_at is not None:
+            clock = f"Starts in {_clock(self.starts_at - loop.time())}"
+        elif self.state == "finished":
+            clock = "Race over"
+        else:
+            clock = "In the lobby"
+        _show(self.query_one("#clock", Static), Text(clock))
+
+    # -- input ---------------------------------------------------------------------------
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.value == "?":
+            event.input.value = ""
+            self.action_toggle_moves()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        line = event.value.strip()
+        event.input.value = ""
+        if line:
+            self._commands.put_nowait(line)
+
+    def action_toggle_moves(self) -> None:
+        self._draw_moves()
+        self.query_one("#moves", Static).toggle_class("shown")
+
+    def action_show_help(self) -> None:
+        self.say(self._help())
+
+    def action_quit_race(self) -> None:
+        self._commands.put_nowait("q")
+
+    def _help(self) -> str:
+        if self.mode == "daily":
+            return DAILY_HELP
+        if self.mode == "watch":
+            return WATCH_HELP
+        return play_help(self._undo())
+
+    async def _command_loop(self) -> None:
+        while True:
+            line = await self._commands.get()
+            try:
+                go_on = await self.command(line)
+            except (ClientClosed, TimeoutError) as error:
+                self.say(f"Not sent: {error or type(error).__name__}")
+                continue
+            if not go_on:
+                await self._quit()
+                return
+
+    async def _quit(self) -> None:
+        lines: list[str] = []
+        if self.game_goes_on():
+            # Quitting a game that goes on resigns it: the race need not wait.
+            with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+                await self.client.resign()
+                lines.append("You resigned.")
+                if self.mode == "daily":
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.client.request_timeout):
+                            await self._over.wait()
+                    await self._fetch_leaderboard()
+        if self.results:
+            lines.append(self.results)
+        if self.leaderboard:
+            lines.append(self.leaderboard)
+        await self._finish(0, *lines)
+
+    async def command(self, line: str) -> bool:
+        """Carry out one line typed at the prompt; False when the user quits."""
+        text = line.strip()
+        words = text.split()
+        if not words:
+            return True
+        if text in ("q", "quit", "exit"):
+            return False
+        if text in ("?", "moves"):
+            self.action_toggle_moves()
+            return True
+        if text == "help":
+            self.say(self._help())
+            return True
+        if text == "link":
+            self.say(f"Send your friends this link: {self.link}" if self.link else "No link.")
+            return True
+        if self.mode == "watch":
+            self.say("You are watching: there is nothing to play. q quits, help explains.")
+            return True
+        if self.mode == "daily" and text in ("u", "undo"):
+            self.say("The daily deal has no undo.")
+            return True
+        if self.mode == "daily" and words[0] in ("rematch", "ready", "start"):
+            self.say("The daily deal has no rematch: one ranked attempt a day.")
+            return True
+        if self.offline:
+            self.say("Offline: reconnecting to the server; nothing was sent.")
+            return True
+        if len(text) > MAX_LINE:
+            self.say(f"That is not a move nor a command: at most {MAX_LINE} characters.")
+            return True
+        try:
+            await self._send(text, words)
+        except ServerError as error:
+            detail = f" ({error.reason})" if error.reason else ""
+            self.say(f"Refused: {error.code}{detail}: {error.message}", "red")
+        self._draw()
+        return True
+
+    async def _send(self, text: str, words: Sequence[str]) -> None:
+        if text == "ready":
+            await self.client.ready()
+        elif text == "start":
+            await self.client.start()
+        elif text == "rematch":
+            await self.client.rematch()
+        elif text == "resign":
+            await self.client.resign()
+        elif words[0] in ("spectators", "finish"):
+            if len(words) not in (2, 3) or (len(words) == 3 and not words[2].isdigit()):
+                self.say(SPECTATORS_HELP if words[0] == "spectators" else FINISH_HELP)
+                return
+            number = int(words[2]) if len(words) == 3 else None
+            if words[0] == "spectators":
+                await self.client.set_settings(words[1], number)
+            else:
+                await self.client.set_settings(finish=words[1], finish_grace=number)
+        else:
+            legal = (self.client.view or {}).get("legal", [])
+            move = legal[int(text) - 1] if text.isdigit() and 0 < int(text) <= len(legal) else text
+            ack = await self.client.move(move)
+            self.say(f"played {ack['move']}")

@@ -1,0 +1,77 @@
+"""Server URLs as people paste them: the websocket URL, or the page's address in a browser.
+
+``ws://HOST:PORT/`` and ``wss://HOST/`` are taken as they are. The page's own address is
+taken too: ``http://HOST:PORT/`` is the server at ``ws://HOST:PORT/`` (``https`` gives
+``wss``), and a room's link ``http://HOST:PORT/r/CODE`` gives the server and the room's
+code. A bare ``HOST:PORT`` is the server at ``ws://HOST:PORT/``.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from dataclasses import dataclass
+
+__all__ = ["BadServerUrl", "ServerUrl", "parse_server_url", "room_link"]
+
+_SCHEMES = {"ws": "ws", "wss": "wss", "http": "ws", "https": "wss"}
+_ROOM_PATH = re.compile(r"^/r/([A-Za-z0-9]+)/?$")
+_HELP = (
+    "give the server's address, such as ws://127.0.0.1:8765/, or the page's, such as "
+    "http://127.0.0.1:8765/ or a room's link http://127.0.0.1:8765/r/CODE"
+)
+
+
+class BadServerUrl(ValueError):
+    """A server URL that cannot be read; ``code`` is the stable ``bad_url``."""
+
+    code = "bad_url"
+
+    def __init__(self, text: str, why: str) -> None:
+        super().__init__(f"bad_url: {text!r} is not a server URL ({why}): {_HELP}")
+
+
+@dataclass(frozen=True)
+class ServerUrl:
+    """Where to connect (``ws``), and the room the URL named (``code``), if any."""
+
+    ws: str
+    code: str | None = None
+
+
+def parse_server_url(text: str) -> ServerUrl:
+    """Read a server URL or a page address (see the module's description)."""
+    raw = text.strip()
+    if not raw:
+        raise BadServerUrl(text, "it is empty")
+    if "://" not in raw:
+        raw = "ws://" + raw
+    parts = urllib.parse.urlsplit(raw)
+    scheme = _SCHEMES.get(parts.scheme.lower())
+    if scheme is None:
+        raise BadServerUrl(text, f"{parts.scheme}: is not ws, wss, http or https")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as error:  # a port that is no number, or out of range
+        raise BadServerUrl(text, str(error)) from None
+    if not host:
+        raise BadServerUrl(text, "it names no host")
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    del port  # read only to check it
+    room = _ROOM_PATH.match(parts.path or "/")
+    if room is not None:
+        return ServerUrl(f"{scheme}://{netloc}/", room[1].upper())
+    if parts.scheme.lower() in ("ws", "wss"):
+        # The server's own URL: taken as it is (a proxy may serve it under a path).
+        return ServerUrl(raw if parts.path or parts.query else raw + "/")
+    # The page's address: the page connects to the root of its own host.
+    return ServerUrl(f"{scheme}://{netloc}/")
+
+
+def room_link(ws_url: str, code: str) -> str:
+    """The page's address of room ``code`` on the server at ``ws_url``, to send friends:
+    ``http://HOST:PORT/r/CODE`` (``https`` for a ``wss`` server)."""
+    parts = urllib.parse.urlsplit(ws_url)
+    scheme = "https" if parts.scheme.lower() in ("wss", "https") else "http"
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return f"{scheme}://{netloc}/r/{code}"
