@@ -1,0 +1,450 @@
+"""The full-screen terminal client, driven through Textual's Pilot against a real server:
+keys typed at the prompt, and what its panes show."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import sys
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
+from daily_support import AT_ONCE, account
+from textual import events
+from textual.pilot import Pilot
+from textual.widgets import Input, RichLog, Static
+
+from solrace.cli import build_parser, main
+from solrace.client.cli import build_app, full_screen
+from solrace.client.tui import DAILY_HELP, STUCK_UNDO, RaceApp
+from solrace.client.urls import BadServerUrl, parse_server_url, room_link
+from solrace.engine import parse_move
+
+# The end-to-end helpers of the server tests: forced deals and known lines.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "server"))
+from e2e_support import FAST, deal_seed, fresh, winning_deal
+from test_e2e_race import _line_to_stuck
+
+SIZE = (160, 60)
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> RunningServer:
+    """A node whose rate limit lets the client play a whole game at full speed."""
+    return await start_server(limits=FAST)
+
+
+def pane(app: RaceApp, selector: str) -> str:
+    """The text a pane shows now."""
+    return str(app.query_one(selector, Static).content)
+
+
+def log(app: RaceApp) -> str:
+    """The log above the prompt, its wrapped lines joined again."""
+    return " ".join(strip.text.rstrip() for strip in app.query_one("#log", RichLog).lines)
+
+
+async def until(pilot: Pilot[int], check: Callable[[], Any], what: str) -> Any:
+    """Wait until ``check()`` is true (the app goes on meanwhile, drawing on its own
+    timer); return its value."""
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            while True:
+                value = check()
+                if value:
+                    return value
+                await asyncio.sleep(0.005)
+    except TimeoutError:
+        raise AssertionError(f"never saw {what}") from None
+
+
+async def shows(pilot: Pilot[int], selector: str, pattern: str) -> re.Match[str]:
+    """Wait until the pane (or ``log``) shows ``pattern``; return the match."""
+    app = pilot.app
+    assert isinstance(app, RaceApp)
+
+    def text() -> str:
+        return log(app) if selector == "log" else pane(app, selector)
+
+    found: re.Match[str] = await until(
+        pilot, lambda: re.search(pattern, text(), re.M), f"{pattern!r} in {selector}"
+    )
+    return found
+
+
+async def type_line(pilot: Pilot[int], line: str) -> None:
+    """Type a line at the prompt, key by key, and Enter."""
+    await pilot.press(*line, "enter")
+
+
+async def paste_moves(pilot: Pilot[int], moves: list[str]) -> None:
+    """Paste moves at the prompt (as a terminal's bracketed paste brings them), each with
+    its Enter, the next once the board shows the one before played."""
+    app = pilot.app
+    assert isinstance(app, RaceApp)
+    for move in moves:
+        assert app.client.view is not None
+        played = app.client.view["moves"] + 1
+        app.post_message(events.Paste(move))
+        app.post_message(events.Key("enter", "\r"))
+        await until(pilot, lambda n=played: (app.client.view or {}).get("moves", 0) >= n, move)
+
+
+async def exits(pilot: Pilot[int]) -> int:
+    """Wait until the app has ended by itself; its return code."""
+    app = pilot.app
+    await until(pilot, lambda: app.return_code is not None, "the app end")
+    assert app.return_code is not None
+    return app.return_code
+
+
+async def test_a_whole_race_to_a_win_typed_at_the_prompt(
+    server: RunningServer, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    app = RaceApp(server.url, name="tui", settings={"countdown": 0}, request_timeout=TIMEOUT)
+    async with app.run_test(size=SIZE) as pilot:
+        code = (await shows(pilot, "#title", r"room (\w{8})  canfield  you are tui"))[1]
+        # The room's link, to send friends: the page's address of the room.
+        link = f"http://127.0.0.1:{server.server.port}/r/{code}"
+        assert link in pane(app, "#title")
+        await shows(pilot, "log", f"Send your friends this link: {re.escape(link)}")
+        rival = await make_client("rival")
+        await rival.join(code)
+        await shows(pilot, "#room", r"^  rival$")
+        await type_line(pilot, "start")
+        await rival.next_event("race_started", timeout=TIMEOUT)
+        await shows(pilot, "#clock", r"^Time left \d+:\d\d$")
+        await shows(pilot, "#standings", r"rival .* 0 moves  playing")
+        board = app.query_one("#board", Static)
+        local = fresh("canfield", seed)
+        assert f"banked {local.banked}/52   moves 0   playing" in pane(app, "#board")
+
+        # Half a move typed, then the rival moves: the standings change, the prompt keeps
+        # what was typed.
+        await pilot.press(*line[0][:2])
+        await rival.move("d")
+        await shows(pilot, "#standings", r"rival .* 1 moves  playing")
+        assert app.query_one("#prompt", Input).value == line[0][:2]
+        await pilot.press(*line[0][2:], "enter")
+        local.apply(parse_move(line[0]))
+        await shows(pilot, "#board", r"moves 1   playing")
+        await shows(pilot, "log", rf"played {re.escape(line[0])}")
+
+        # Some moves typed key by key, the others pasted (Pilot waits for the app to be
+        # idle after each key, which makes a whole game of keys slow to drive).
+        for move in line[1:10]:
+            await type_line(pilot, move)
+        await paste_moves(pilot, line[10:])
+        await shows(pilot, "#status", r"^You finished 1st of 2: all 52 cards are home!$")
+        # The board was drawn again in place: the same pane, now with every card home.
+        assert app.query_one("#board", Static) is board
+        assert re.search(rf"banked 52/52   moves {len(line)}   won", pane(app, "#board"))
+        assert "Tableau" not in log(app)  # no board ever went to the log
+        await shows(pilot, "log", r"You finished 1st of 2: all 52 cards are home!")
+        await shows(pilot, "#standings", r"^ 1\. tui \(you\) .* 52/52 .* won 1st$")
+        await shows(pilot, "#standings", r"^ 2\. rival .*  1/52   1 moves  playing$")
+
+        await rival.resign()
+        await shows(pilot, "#results", r"results of race 1 \(canfield, seed \d+\)")
+        await shows(pilot, "#results", r"^  1\. tui\s+won\s+banked 52")
+        await shows(pilot, "#results", r"^  2\. rival\s+resigned")
+        await shows(pilot, "log", r"Race over: you are 1st of 2\.")
+        await shows(pilot, "#clock", r"^Race over$")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+    assert any("results of race 1" in kept for kept in app.farewell)
+
+
+async def test_legal_moves_on_request_and_by_number(server: RunningServer) -> None:
+    app = RaceApp(server.url, name="keys", settings={"countdown": 0}, request_timeout=TIMEOUT)
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#title", r"room \w{8}")
+        moves = app.query_one("#moves", Static)
+        assert not moves.has_class("shown")
+        await type_line(pilot, "start")
+        await until(pilot, lambda: app.client.view is not None, "the deal")
+        assert app.client.view is not None
+        legal = app.client.view["legal"]
+        await pilot.press("?")  # the key alone, without Enter
+        assert moves.has_class("shown")
+        assert app.query_one("#prompt", Input).value == ""  # the ? was not left in the prompt
+        listed = "  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1))
+        await shows(
+            pilot, "#moves", rf"^Legal moves \(type the number or the move\): {re.escape(listed)}$"
+        )
+        await type_line(pilot, "1")
+        await shows(pilot, "log", rf"played {re.escape(legal[0])}")
+        await shows(pilot, "#board", r"moves 1 ")
+        after = app.client.view["legal"]
+        await shows(pilot, "#moves", re.escape("1) " + after[0]))
+        await pilot.press("f2")
+        assert not moves.has_class("shown")
+        await type_line(pilot, "t9-t1")
+        await shows(pilot, "log", r"Refused: illegal_move \(no_such_pile\)")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+    assert app.farewell == ["You resigned."]  # quitting a game that goes on resigns it
+
+
+async def test_stuck_where_undo_is_allowed_says_undo_or_resign(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, line = _line_to_stuck("british-canister")
+    deal_seed(monkeypatch, seed)
+    app = RaceApp(
+        server.url,
+        name="stuck",
+        variant="british-canister",
+        settings={"countdown": 0},
+        request_timeout=TIMEOUT,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#title", r"room \w{8}  british-canister")
+        # Said plainly: what a British Canister race is about.
+        await shows(pilot, "#room", r"almost never winnable .* races are about cards banked")
+        await shows(pilot, "log", r"races are about cards banked")
+        await type_line(pilot, "start")
+        await until(pilot, lambda: app.client.view is not None, "the deal")
+        await type_line(pilot, line[0])
+        await shows(pilot, "#board", r"moves 1 ")
+        await paste_moves(pilot, line[1:])
+        await shows(pilot, "#status", rf"^{re.escape(STUCK_UNDO)}$")
+        assert STUCK_UNDO.startswith("No move left: undo or resign")
+        await type_line(pilot, "u")
+        await shows(pilot, "#board", r"playing")
+        assert pane(app, "#status") == ""
+        await type_line(pilot, "resign")
+        await shows(pilot, "#results", r"^  1\. stuck\s+resigned")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+async def test_a_winnable_room_gives_par_in_the_results(start_server: ServerFactory) -> None:
+    server = await start_server(
+        limits=FAST, winnable_default=True, deal_pool_size=1, solver_budget_s=1.0
+    )
+    async with asyncio.timeout(4 * TIMEOUT):  # the pool is filled behind the start
+        while await server.node.backend.certified_count("canfield") < 1:
+            await asyncio.sleep(0.05)
+    app = RaceApp(server.url, name="par", settings={"countdown": 0}, request_timeout=TIMEOUT)
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#room", r"^race: winnable deals only \(the results give par\)")
+        await type_line(pilot, "start")
+        await until(pilot, lambda: app.client.view is not None, "the deal")
+        await type_line(pilot, "resign")
+        par = (await shows(pilot, "#results", r"^par (\d+) moves: the solver's winning line$"))[1]
+        assert int(par) > 0
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+async def test_the_browser_url_is_taken_for_the_server_and_the_room(
+    server: RunningServer,
+    make_client: ClientFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no login of this machine's
+    host = await make_client("host")
+    room = await host.create_room("canfield", spectators="live")
+    port = server.server.port
+    link = f"http://127.0.0.1:{port}/r/{room['code'].lower()}"
+    app = build_app(build_parser().parse_args(["play", link, "--name", "guest"]))
+    assert (app.url, app.join) == (f"ws://127.0.0.1:{port}/", room["code"])
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#title", rf"room {room['code']}  canfield  you are guest")
+        await shows(pilot, "#room", r"^  host \(host\)$")
+        joined = await host.next_event("members", timeout=TIMEOUT)
+        assert "guest" in [m["name"] for m in joined["members"]]
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+    # The page's own address is the server; watch takes the room's link as its room.
+    watcher = build_app(build_parser().parse_args(["watch", link]))
+    assert (watcher.url, watcher.join, watcher.mode) == (
+        f"ws://127.0.0.1:{port}/",
+        room["code"],
+        "watch",
+    )
+    daily = build_app(build_parser().parse_args(["daily", "canfield", f"http://127.0.0.1:{port}/"]))
+    assert daily.url == f"ws://127.0.0.1:{port}/"
+
+
+def test_server_urls_as_people_paste_them() -> None:
+    assert parse_server_url("https://solrace.example/r/ABCD2345").ws == "wss://solrace.example/"
+    assert parse_server_url("https://solrace.example/r/abcd2345/").code == "ABCD2345"
+    assert parse_server_url("http://10.0.0.2:8765/daily").ws == "ws://10.0.0.2:8765/"
+    assert parse_server_url("ws://10.0.0.2:8765/").ws == "ws://10.0.0.2:8765/"
+    assert parse_server_url("10.0.0.2:8765").ws == "ws://10.0.0.2:8765/"
+    assert room_link("wss://solrace.example/", "ABCD2345") == "https://solrace.example/r/ABCD2345"
+    for bad in ("ftp://host/", "http://", "http://host:99999/", " "):
+        with pytest.raises(BadServerUrl, match=r"^bad_url: "):
+            parse_server_url(bad)
+
+
+def test_a_url_that_is_no_server_is_refused_with_its_code(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert main(["play", "ftp://example.org/", "--plain"]) == 2
+        assert main(["watch", "http://127.0.0.1:8765/", "--plain"]) == 2
+        assert main(["play", "http://127.0.0.1:8765/r/ABCD2345", "--join", "WXYZ6789"]) == 2
+    lines = err.getvalue().splitlines()
+    assert lines[0].startswith("solrace play: bad_url: 'ftp://example.org/' is not a server URL")
+    assert lines[1].startswith("solrace watch: no_room: ")
+    assert lines[2].startswith("solrace play: two_rooms: ")
+
+
+async def test_watch_shows_the_boards_and_stays_for_a_rematch(
+    server: RunningServer, make_client: ClientFactory
+) -> None:
+    host = await make_client("host")
+    room = await host.create_room("canfield", countdown=0, spectators="live")
+    app = RaceApp(server.url, mode="watch", join=room["code"], name="fan")
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#title", rf"room {room['code']}  canfield  watching as fan")
+        await shows(pilot, "#board", r"No race yet")
+        await host.start()
+        await host.next_event("race_started", timeout=TIMEOUT)
+        await until(pilot, lambda: host.player_id in app.board_widgets, "the host's board")
+        board = app.board_widgets[host.player_id]
+        await host.move("d")
+        await until(pilot, lambda: "moves 1 " in str(board.content), "the host's move")
+        assert str(board.content).startswith(" host \n")
+        await shows(pilot, "#standings", r"host .* 1 moves  playing")
+        await host.resign()
+        await shows(pilot, "#results", r"results of race 1 \(canfield, seed \d+\)")
+        await shows(pilot, "log", r"Waiting for the room's next race")
+        # The race is over and the watcher stays: the host asks for a rematch and starts.
+        await host.rematch()
+        await shows(pilot, "log", r"Back in the lobby")
+        assert app.return_code is None
+        await host.start()
+        await shows(pilot, "log", r"Race 2 started: canfield\.")
+        assert pane(app, "#results") == ""
+        await shows(pilot, "#standings", r"host .* 0 moves  playing")
+        await until(
+            pilot,
+            lambda: "moves 0 " in str(app.board_widgets[host.player_id].content),
+            "the new deal",
+        )
+        await host.resign()
+        await shows(pilot, "#results", r"results of race 2 ")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+async def test_the_daily_help_matches_the_daily(start_server: ServerFactory) -> None:
+    server = await start_server(limits=FAST, **AT_ONCE)
+    async with account(server.url, "dana") as dana:
+        token = dana.token
+    app = RaceApp(
+        server.url,
+        mode="daily",
+        name="dana",
+        token=token,
+        variant="rainbow-canfield",
+        request_timeout=TIMEOUT,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(
+            pilot, "#title", r"daily rainbow-canfield \d{4}-\d\d-\d\d, attempt 1 \(ranked\)"
+        )
+        await shows(pilot, "log", re.escape(DAILY_HELP[:60]))
+        for rule in ("no undo", "one ranked attempt", "no rematch"):
+            assert rule in DAILY_HELP
+        assert "u undoes" not in log(app) and "u (undo)" not in log(app)
+        assert "rematch" not in log(app).replace("no rematch", "")
+        await shows(pilot, "#room", r"No undo; one ranked attempt a day \(your first\); no rematch")
+        await shows(pilot, "#clock", r"^Time left ")
+        await type_line(pilot, "d")
+        await shows(pilot, "log", r"played d")
+        await type_line(pilot, "u")
+        await shows(pilot, "log", r"The daily deal has no undo\.")
+        await type_line(pilot, "rematch")
+        await shows(pilot, "log", r"The daily deal has no rematch: one ranked attempt a day\.")
+        await type_line(pilot, "help")
+        assert log(app).count(DAILY_HELP[:60]) == 2
+        await type_line(pilot, "q")  # quitting the attempt resigns it
+        assert await exits(pilot) == 0
+    kept = "\n".join(app.farewell)
+    assert "You resigned." in kept
+    assert re.search(r"daily [\d-]+, attempt 1, ranked", kept)
+    assert "your rank: 1 of 1" in kept
+
+
+async def test_a_lost_server_ends_with_one_line_and_the_app_exits(
+    server: RunningServer,
+) -> None:
+    url = server.url
+    app = RaceApp(url, name="lost", resume_timeout=0.5, request_timeout=TIMEOUT)
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#title", r"room \w{8}")
+        await server.server.close()
+        assert await exits(pilot) == 1
+    assert app.farewell == [f"Lost the server at {url}: it did not come back within 0.5 s."]
+
+
+async def test_a_server_that_is_not_there_ends_with_one_line(
+    start_server: ServerFactory,
+) -> None:
+    gone = await start_server()
+    url = gone.url
+    await gone.server.close()
+    app = RaceApp(url, name="nobody")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await exits(pilot) == 1
+    assert len(app.farewell) == 1
+    assert app.farewell[0].startswith(f"Could not reach the server at {url} to create the room")
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_the_full_screen_client_unless_plain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", _Tty())
+    monkeypatch.setattr(sys, "stdout", _Tty())
+    parser = build_parser()
+    for argv in (["play"], ["watch", "ws://h:1/", "CODE"], ["daily", "canfield"]):
+        assert full_screen(parser.parse_args(argv))
+        assert not full_screen(parser.parse_args([*argv, "--plain"]))
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # a pipe: the line client
+    assert not full_screen(parser.parse_args(["play"]))
+
+
+async def test_solrace_play_plain_is_the_line_client(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no login of this machine's
+    port = server.server.port
+
+    def call(url: str) -> tuple[int, str]:
+        out = io.StringIO()
+        stdin = sys.stdin
+        sys.stdin = io.StringIO("q\n")
+        try:
+            with redirect_stdout(out):
+                code = main(["play", url, "--plain", "--name", "cli", "--no-color"])
+        finally:
+            sys.stdin = stdin
+        return code, out.getvalue()
+
+    code, out = await asyncio.to_thread(call, server.url)
+    assert code == 0
+    # The line client's own lines, one after another on standard output.
+    assert re.search(r"^room \w{8} \(canfield\); you are cli$", out, re.M)
+    assert re.search(r"^type 'ready' when you are", out, re.M)
+    code, out = await asyncio.to_thread(call, f"http://127.0.0.1:{port}/")  # the page's URL
+    assert code == 0 and re.search(r"^room \w{8} \(canfield\); you are cli$", out, re.M)
