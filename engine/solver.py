@@ -16,7 +16,10 @@ A model's moves may be shortcuts that stand for several of the engine's moves (d
 folded into the waste's moves, in Canfield and Rainbow Canfield); a win's length below
 counts the model's moves. A model may also leave out moves that no winning line needs,
 when every winning line has a form no longer without them (draws put off until the
-card drawn is played, in Rainbow Canfield), and cut positions it proves lost.
+card drawn is played, in Rainbow Canfield; in Canfield, a card that may go home moved
+onto the tableau instead, since the state with it at home reaches that one in one move
+and has a card more banked: the proof below then takes, among states whose shortest win
+is shortest, one with the most cards banked), and cut positions it proves lost.
 
 The search is a depth-first search over the model's states with one table of the states
 seen (a state is expanded once, however it was reached, so the cycles of the rules, such

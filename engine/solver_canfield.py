@@ -64,6 +64,16 @@ than ``w``, since ``w`` banks ``c`` somewhere; so from the new position a win is
 move shorter than from ``S``, which is what makes taking the move alone sound for the
 search.
 
+Moves left out: a card that may go to its foundation, where no safe move follows, is not
+also moved alone onto the tableau (from the tableau's top, the reserve or the waste). The
+state ``A`` with the card banked reaches the state ``B`` with it on the tableau by one of the
+model's moves (back from the foundation onto the same pile, CF-25: that pile's top and
+the foundation's are the same in ``A``), so ``B``'s shortest win plus one bounds ``A``'s, and
+``A`` has one card more on the foundations. The search stays complete (:mod:`.solver`):
+among the expanded states with a win, take one whose shortest win is shortest and, of
+those, with the most cards on the foundations; if its best move was one left out, ``A``
+is a child of it with a win no longer and one card more banked.
+
 Dead positions, cut without a search: the start, or a child whose reserve has a new top
 card, when the reserve's top card ``X`` can never leave it. Suppose ``X`` never leaves. Then no pile ever empties (CF-13 would
 fill it with ``X``): bottom cards never move and are never banked, no card of the reserve
@@ -368,7 +378,7 @@ class CanfieldModel:
                 qs.extend(range(p, n, 3))
             qs.extend(range(3, n, 3))
             qs.append(n)
-        # 1. to the foundations
+        # 1. to the foundations; ``home``: the cards banked so with no safe move after
         for i, pile in enumerate(piles):
             if pile:
                 c = pile[-1]
@@ -388,8 +398,9 @@ class CanfieldModel:
                 f[SUIT[c]] += 1
                 nseq = seq[: q - 1] + seq[q:]
                 child(out, (c, 1, TO_FOUNDATION), (piles, tuple(f), rc, nseq, _cycle(q - 1, n - 1)))
+        home = {ch[0][0][0] for ch in out if len(ch[0]) == 1}
         # 2. the reserve to the tableau
-        if rc:
+        if rc and top_r not in home:
             for j in wanted.get(top_r, ()):
                 tg = piles[j]
                 pl = list(piles)
@@ -405,6 +416,8 @@ class CanfieldModel:
             for i, pile in enumerate(piles):
                 if not runs_only and _run_length(pile) < len(pile):
                     continue
+                if len(pile) == 1 and pile[0] in home:
+                    continue
                 for j in wanted.get(pile[0], ()):
                     tg = piles[j]
                     pl, nrc = taken(i, len(pile))
@@ -419,7 +432,7 @@ class CanfieldModel:
         for q in qs:
             c = seq[q - 1]
             js = wanted.get(c, ())
-            if not js and empty < 0:
+            if (not js and empty < 0) or c in home:
                 continue
             nseq = seq[: q - 1] + seq[q:]
             np = _cycle(q - 1, n - 1)
@@ -439,6 +452,8 @@ class CanfieldModel:
             run = len(pile) if runs_only else _run_length(pile) if pile else 0
             for k in range(1, run + 1):
                 c = pile[-k]
+                if k == 1 and c in home:
+                    continue
                 whole = k == size
                 if whole and rc:
                     continue  # 3. above
