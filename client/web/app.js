@@ -2060,7 +2060,7 @@ function accountErrorText(error, during) {
     case "closed":
       return "Not connected to the server: wait until the connection is back.";
     default:
-      return sentence(error.message) || "The server refused.";
+      return errorText(error, { during });
   }
 }
 
@@ -2297,7 +2297,7 @@ function openRules(variant, opener) {
     }
     list.replaceChildren(...items);
   };
-  fill($("rules-list"), info.rules);
+  fill($("rules-list"), info.auto ? [...info.rules, ["Auto-move", info.auto]] : info.rules);
   fill($("rules-common"), COMMON_RULES);
   rulesOpener = opener || null;
   if (!panel.open) panel.showModal();

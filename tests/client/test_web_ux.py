@@ -546,6 +546,50 @@ async def test_dark_colours_follow_the_system_and_the_switch_is_remembered(
     await page.screenshot(path=str(SCREENSHOTS / "ux-dark-race.png"))
 
 
+# -- motion --------------------------------------------------------------------------------
+
+COUNT_ANIMATIONS = """
+  window.__slides = 0;
+  const animate = Element.prototype.animate;
+  Element.prototype.animate = function (...args) {
+    window.__slides += 1;
+    return animate.apply(this, args);
+  };
+"""
+
+
+@pytest.mark.parametrize("motion", ["no-preference", "reduce"])
+async def test_cards_slide_and_a_win_celebrates_unless_motion_is_reduced(
+    pages: Pages, motion: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed, _ = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    page = await pages.open(viewport=WINDOW)
+    await page.emulate_media(reduced_motion=motion)  # type: ignore[arg-type]
+    await page.add_init_script(COUNT_ANIMATIONS)
+    await enter_name(page, "Mo")
+    await page.reload()
+    await start_alone(page, "canfield")
+    await page.click(f'{AREA} [data-pile="s"]')
+    mine = page.locator(f"{tid('progress-row')}.mine")
+    await expect(mine).to_have_attribute("data-moves", "1")
+    await expect(page.locator(f'{AREA} [data-pile="w"] [data-card]')).to_have_count(3)
+    slides = await page.evaluate("window.__slides")
+    layer = await page.evaluate(
+        """async () => {
+          const effects = await import("/effects.js");
+          const layer = effects.celebrate(document.body);
+          return { motion: layer.dataset.motion, pieces: layer.querySelectorAll(".confetti").length };
+        }"""
+    )
+    if motion == "reduce":
+        assert slides == 0
+        assert layer == {"motion": "reduced", "pieces": 0}
+    else:
+        assert slides >= 3  # the three cards drawn come from the stock
+        assert layer["motion"] == "full" and layer["pieces"] > 0
+
+
 # -- auto-move -----------------------------------------------------------------------------
 
 RANKS = {"A": 1, "J": 11, "Q": 12, "K": 13}
@@ -644,6 +688,11 @@ async def test_auto_move_sends_safe_cards_home_and_leaves_the_others(
     # A card that fits a foundation but could still be needed stays out.
     await expect(page.locator(f'{AREA} [data-pile^="t"] [data-card="{left}"]')).to_be_visible()
     assert await page.evaluate("JSON.parse(localStorage.getItem('solrace.prefs')).autoMove")
+    # The help says the rule, and how to play from the keyboard.
+    await page.click(tid("race-how-to-play"))
+    rules = page.locator(tid("rules-list"))
+    await expect(rules).to_contain_text("Auto-move sends a card home only when")
+    await expect(page.locator(tid("rules-common"))).to_contain_text("F sends the card in focus")
 
 
 def finishing_point(variant: str, seed: int, line: list[str]) -> int:
