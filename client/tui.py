@@ -206,7 +206,7 @@ def standings_text(
         if status == "won" and row.get("place"):
             status = f"won {ordinal(row['place'])}"
         style = "bold" if row["player_id"] == me else ""
-        text.append(f"{i:2}. {name:<14} ", style=style)
+        text.append(f"{i:2}. {name:<13} ", style=style)
         text.append(_bar(row["banked"]), style="green" if row["status"] == "won" else "")
         text.append(f" {row['banked']:2}/52 {row['moves']:3} moves  {status}\n", style=style)
     return text
@@ -234,8 +234,8 @@ class RaceApp(App[int]):
     Screen { layout: vertical; }
     #title { height: auto; padding: 0 1; background: $primary-background; }
     #main { height: 1fr; }
-    #boards { width: 1fr; min-width: 46; padding: 0 1; }
-    #side { width: 1fr; max-width: 66; padding: 0 1; border-left: solid $primary; }
+    #boards { width: 56; padding: 0 1; }
+    #side { width: 1fr; padding: 0 1; border-left: solid $primary; }
     #clock { height: auto; text-style: bold; margin-bottom: 1; }
     #standings, #room, #results { height: auto; margin-bottom: 1; }
     .board { height: auto; margin-bottom: 1; }
@@ -308,6 +308,7 @@ class RaceApp(App[int]):
         self._over = asyncio.Event()
         self._closed_code: int | None = None
         self._ui_ready = False
+        self._quit_asked = False
 
     # -- layout --------------------------------------------------------------------------
 
@@ -397,6 +398,11 @@ class RaceApp(App[int]):
             lines = [f"Could not {what}: {error}"]
         if self.token is not None and isinstance(error, ServerError) and error.code == "bad_token":
             lines.append("The login kept for this server no longer works: solrace login again.")
+        if isinstance(error, ServerError) and error.code == "account_required":
+            lines.append(
+                "The daily deal is an account's: solrace login --new makes your name one "
+                "(or solrace login, for an account made elsewhere)."
+            )
         if self.variant == "british-canister" and self.mode != "watch":
             lines.append(BRITISH_CANISTER)
         return lines
@@ -850,6 +856,11 @@ class RaceApp(App[int]):
         self.say(self._help())
 
     def action_quit_race(self) -> None:
+        if self._quit_asked:
+            # Asked again while a request still waits (the server may be gone): leave now.
+            self.run_worker(self._finish(0, *self._kept()), exit_on_error=False)
+            return
+        self._quit_asked = True
         self._commands.put_nowait("q")
 
     def _help(self) -> str:
@@ -883,11 +894,11 @@ class RaceApp(App[int]):
                         async with asyncio.timeout(self.client.request_timeout):
                             await self._over.wait()
                     await self._fetch_leaderboard()
-        if self.results:
-            lines.append(self.results)
-        if self.leaderboard:
-            lines.append(self.leaderboard)
-        await self._finish(0, *lines)
+        await self._finish(0, *lines, *self._kept())
+
+    def _kept(self) -> list[str]:
+        """What to print of the session once the screen is back: the last results."""
+        return [text for text in (self.results, self.leaderboard) if text]
 
     async def command(self, line: str) -> bool:
         """Carry out one line typed at the prompt; False when the user quits."""
@@ -896,6 +907,7 @@ class RaceApp(App[int]):
         if not words:
             return True
         if text in ("q", "quit", "exit"):
+            self._quit_asked = True
             return False
         if text in ("?", "moves"):
             self.action_toggle_moves()

@@ -188,7 +188,7 @@ async def test_legal_moves_on_request_and_by_number(server: RunningServer) -> No
         assert not moves.has_class("shown")
         await type_line(pilot, "t9-t1")
         await shows(pilot, "log", r"Refused: illegal_move \(no_such_pile\)")
-        await type_line(pilot, "q")
+        await pilot.press("ctrl+q")
         assert await exits(pilot) == 0
     assert app.farewell == ["You resigned."]  # quitting a game that goes on resigns it
 
@@ -379,6 +379,14 @@ async def test_the_daily_help_matches_the_daily(start_server: ServerFactory) -> 
     assert "You resigned." in kept
     assert re.search(r"daily [\d-]+, attempt 1, ranked", kept)
     assert "your rank: 1 of 1" in kept
+
+
+async def test_a_guest_is_told_the_daily_is_an_account_s(server: RunningServer) -> None:
+    app = RaceApp(server.url, mode="daily", name="guest", variant="canfield")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await exits(pilot) == 1
+    assert app.farewell[0].startswith("Could not start the daily deal: account_required")
+    assert "solrace login --new" in app.farewell[1]
 
 
 async def test_a_lost_server_ends_with_one_line_and_the_app_exits(
