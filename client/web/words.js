@@ -274,7 +274,8 @@ const ERRORS = {
   room_not_found: (c) => (c.room ? `No room has the code ${c.room}: check it, or ask for the link again.` : "That room is gone."),
   room_full: (c) => `${c.room ? `Room ${c.room}` : "That room"} is full.`,
   too_many_rooms: () => "The server holds all the rooms it can just now: try again in a little while.",
-  spectators_not_allowed: (c) => `${c.room ? `Room ${c.room}` : "That room"} takes no spectators.`,
+  spectators_not_allowed: (c) =>
+    `${c.room ? `Room ${c.room}` : "That room"} takes no spectators: join it as a player between its races.`,
   already_in_room: () => "You are in a room already: leave it first.",
   not_in_room: () => "You are no longer in that room.",
   not_host: () => "Only the room's host may do that.",

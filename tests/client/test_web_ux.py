@@ -211,6 +211,11 @@ async def test_u_undoes_from_the_keyboard(pages: Pages, monkeypatch: pytest.Monk
     deal_seed(monkeypatch, seed)
     page = await pages.open(viewport=WINDOW)
     await enter_name(page, "Uma")
+    await page.click(tid("prefs-open"))
+    sound = page.locator(tid("sound-setting"))
+    await expect(sound).not_to_be_checked()  # silent until asked for
+    await sound.check()
+    await page.click(tid("prefs-open"))
     await start_alone(page, "canfield")
     await page.keyboard.press("d")
     mine = page.locator(f"{tid('progress-row')}.mine")
