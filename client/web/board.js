@@ -133,6 +133,7 @@ export function drawBoard(view) {
   const board = el("div", `board ${stock ? "layout-canfield" : "layout-canister"}`, {
     "data-testid": "board",
     "data-variant": variant,
+    "data-moves": view.moves === undefined ? null : String(view.moves),
   });
   const wraps = variant === "rainbow-canfield";
   const starts = startsWith(view);

@@ -159,8 +159,9 @@ async def play_by_keys(page: Page, game: Game, text: str) -> None:
             await focus_on(page, game, dst)
             await page.keyboard.press("Enter")
     game.apply(parse_move(text))
-    mine = page.locator(f"{tid('progress-row')}.mine")
-    await expect(mine).to_have_attribute("data-moves", str(game.moves))
+    # The board the server acked (the standings may hear of the move first).
+    board = page.locator(f"{AREA} {tid('board')}")
+    await expect(board).to_have_attribute("data-moves", str(game.moves))
 
 
 async def test_a_race_won_from_the_keyboard_alone(
