@@ -35,6 +35,7 @@ from ..protocol import (
     LeaveRoom,
     Ping,
     PlayMove,
+    ProtocolError,
     Rematch,
     Request,
     Resign,
@@ -374,7 +375,30 @@ class Client:
             raise ServerError(reply)
         return reply
 
+    @property
+    def connected(self) -> bool:
+        """Whether the client has a connection to the server now (False while it resumes)."""
+        return self._connected.is_set()
+
+    def _refused_here(self, request: Request) -> dict[str, Any] | None:
+        """The error the server would answer a request outside the protocol's limits with
+        (a text too long, say), worked out here: such a frame could not be read there,
+        and its answer could not name the request."""
+        try:
+            self.codec.decode(self.codec.encode_request(request))
+        except ProtocolError as error:
+            return {
+                "type": "error",
+                "id": request.id,
+                "code": error.code.value,
+                "message": error.message,
+            }
+        return None
+
     async def _round_trip(self, request: Request) -> dict[str, Any]:
+        refused = self._refused_here(request)
+        if refused is not None:
+            return refused
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = _Pending(request, future)
         if self._connected.is_set() and self._ws is not None:

@@ -816,7 +816,7 @@ class RaceApp(App[int]):
         """The clock, and whether the connection is up."""
         if not self._ui_ready:
             return
-        connected = self.client._connected.is_set()  # the library's own state of the socket
+        connected = self.client.connected
         lost = not connected and self.client.player_id is not None and not self._leaving
         if lost and not self.offline:
             self.offline = True

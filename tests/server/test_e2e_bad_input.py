@@ -503,3 +503,20 @@ async def test_a_flood_of_unreadable_frames_is_rate_limited_too(
     assert snapshot["you"]["rev"] == 0
     await table.alice_waits_out_her_rate()
     await table.alice_plays()
+
+
+async def test_a_request_too_long_to_read_is_refused_by_the_client_library_at_once(
+    make_client: ClientFactory,
+) -> None:
+    # Such a frame cannot be read by the server, so its answer could not name the request:
+    # the library answers it itself, with the code the server's own check gives.
+    alice = await make_client("alice")
+    alice.request_timeout = 2.0
+    await alice.create_room("canfield", countdown=0, max_players=1)
+    await alice.start()
+    await alice.next_event("race_started", timeout=TIMEOUT)
+    with pytest.raises(ServerError) as refused:
+        await alice.move("t1-" + "9" * 300)
+    assert refused.value.code in {"malformed_frame", "bad_field"}, refused.value
+    assert alice.connected
+    assert (await alice.move("d"))["rev"] == 1  # nothing was lost
