@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .connection import Client, ClientClosed, ServerError
+from .urls import room_link
 
 __all__ = [
     "Console",
@@ -33,6 +34,10 @@ RED, RESET = "\x1b[31m", "\x1b[0m"
 HELP = (
     "Type a number from the list, or a move such as t1-t3, t1-t3x2, w-f, d, rd;"
     " u undoes, 'resign' gives up, 'q' quits."
+)
+DAILY_HELP = (
+    "Type a number from the list, or a move such as t1-t3, t1-t3x2, w-f, d, rd;"
+    " 'resign' gives up, 'q' quits. One ranked attempt a day: no undo, no rematch."
 )
 SPECTATORS_HELP = (
     "the host sets who may watch, in the lobby: 'spectators live', 'spectators delayed 30'"
@@ -231,6 +236,8 @@ class _Session:
         self.standings: dict[str, dict[str, Any]] = {}  # of this race, by player id
         self.done = False  # this player's game of this race is over
         self.ends_told = False  # a first-to-finish race's end was told
+        self.gone = asyncio.Event()  # the connection is closed for good
+        self.lost = False  # ... because the server went away (or put us out)
 
     def show_spectators(self, settings: dict[str, Any]) -> None:
         """Show the room's settings (who may watch, its deals and how its race ends), each
@@ -398,6 +405,8 @@ class _Session:
                 self.console.write("connection restored")
         elif kind == "closed":
             self.console.write("connection closed")
+            self.lost = True  # the client closing itself gives no such event
+            self.gone.set()
             self.finished.set()
 
     async def pump(self) -> None:
@@ -451,12 +460,29 @@ class _Session:
         return True
 
 
+async def _read_or_lost(session: _Session) -> str | None:
+    """The next line typed, or None as soon as the connection is given up for lost."""
+    reader = asyncio.ensure_future(session.console.read_line())
+    lost = asyncio.ensure_future(session.gone.wait())
+    done, _ = await asyncio.wait({reader, lost}, return_when=asyncio.FIRST_COMPLETED)
+    lost.cancel()
+    if reader in done:
+        return reader.result()
+    reader.cancel()
+    return None
+
+
 async def _run(session: _Session, *, interactive: bool) -> int:
     pump = asyncio.ensure_future(session.pump())
     try:
         while True:
             if interactive:
-                line = await session.console.read_line()
+                line = await _read_or_lost(session)
+                if session.lost:
+                    session.console.write(
+                        "the server is gone: it did not come back (the command ends)"
+                    )
+                    return 1
                 if line is None or not await session.command(line):
                     if session.game_goes_on():
                         # Quitting a game that goes on resigns it: the race need not wait.
@@ -488,9 +514,11 @@ async def play(
     variant: str = "canfield",
     settings: dict[str, Any] | None = None,
     color: bool = False,
+    resume_timeout: float = 30.0,
 ) -> int:
-    """Create (or join) a room and play in the terminal until the user quits."""
-    client = Client(url, name=name, token=token)
+    """Create (or join) a room and play in the terminal until the user quits (or the
+    server is gone ``resume_timeout`` seconds)."""
+    client = Client(url, name=name, token=token, resume_timeout=resume_timeout)
     try:
         await client.connect()
         if join:
@@ -503,6 +531,7 @@ async def play(
         await client.close()
         return 1
     console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
+    console.write(f"send friends the room's link: {room_link(url, room['code'])}")
     console.write("type 'ready' when you are (the host may type 'start'); 'help' lists moves")
     _british_canister(console, room["settings"]["variant"])
     session = _Session(client, console, color)
@@ -573,7 +602,7 @@ async def daily(
     settings = room["settings"]
     ranked = "ranked" if settings["attempt"] == 1 else "not ranked: your ranked try was the first"
     console.write(f"daily {variant} {settings['daily']}, attempt {settings['attempt']} ({ranked})")
-    console.write(f"{settings['time_limit'] // 60} minutes, no undo. {HELP}")
+    console.write(f"{settings['time_limit'] // 60} minutes. {DAILY_HELP}")
     _british_canister(console, variant)
     session = _Session(client, console, color)
     session.settings = settings

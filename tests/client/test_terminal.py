@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import re
 
-from conftest import TIMEOUT, ClientFactory, RunningServer
+from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
 
-from solrace.client.terminal import play, render_view, watch
+from solrace.client import Client
+from solrace.client.terminal import daily, play, render_view, watch
 from solrace.engine import new_game, player_view
 
 
@@ -108,3 +109,36 @@ async def test_watch_shows_boards_live_and_the_results(
     http = server.url.replace("ws://", "http://").rstrip("/")
     await console.shows(rf"^replay: {http}/replay/{room['code']}/1$")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
+
+
+async def test_the_line_client_gives_the_room_link_and_ends_when_the_server_is_gone(
+    server: RunningServer,
+) -> None:
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(play(server.url, console, name="solo", resume_timeout=0.5))
+    code = (await console.shows(r"^room (\w{8}) "))[1]
+    http = server.url.replace("ws://", "http://").rstrip("/")
+    await console.shows(rf"^send friends the room's link: {http}/r/{code}$")
+    await server.server.close()
+    # No line is typed: the prompt does not wait for one once the server is given up.
+    assert await asyncio.wait_for(task, TIMEOUT) == 1
+    await console.shows(r"^the server is gone: it did not come back")
+
+
+async def test_the_daily_help_says_what_the_daily_allows(
+    start_server: ServerFactory,
+) -> None:
+    from daily_support import AT_ONCE, PASSWORD
+
+    server = await start_server(**AT_ONCE)
+    async with Client(server.url, name="dot", request_timeout=TIMEOUT) as dot:
+        await dot.claim(PASSWORD)
+        token = dot.token
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(
+        daily(server.url, console, variant="canfield", name="dot", token=token)
+    )
+    line = (await console.shows(r"minutes\. (.*)$"))[1]
+    assert "no undo" in line and "u undoes" not in line and "no rematch" in line
+    console.type("q")
+    await asyncio.wait_for(task, TIMEOUT)
