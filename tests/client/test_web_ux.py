@@ -751,7 +751,10 @@ def axe_script() -> str:
     for path in AXE_PATHS:
         if path and Path(path).is_file():
             return path
-    pytest.skip("axe-core is not installed: npm install --prefix /opt/solrace-axe axe-core@4")
+    wanted = "axe-core is not installed: npm install --prefix /opt/solrace-axe axe-core@4"
+    if os.environ.get("CI"):  # .ci/run installs it: an audit skipped there would hide a fault
+        pytest.fail(wanted)
+    pytest.skip(wanted)
 
 
 async def audit(page: Page, screen: str, axe: str) -> None:
