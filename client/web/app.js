@@ -113,6 +113,25 @@ function linkFromUrl() {
   return { code: match[1].toUpperCase(), role: spectator ? "spectator" : "player" };
 }
 
+// "/?ghost=CODE/RACE/PLAYER" (or daily/DATE/VARIANT/PLAYER), from a replay page: a run to
+// race alone against, as a ghost.
+function ghostFromUrl() {
+  const ref = new URLSearchParams(window.location.search).get("ghost") || "";
+  const race = /^[A-Za-z0-9]{1,16}\/\d{1,10}\/[0-9a-f]{1,64}$/;
+  const daily = /^daily\/\d{4}-\d{2}-\d{2}\/[a-z-]{1,32}\/[0-9a-f]{1,64}$/;
+  return race.test(ref) || daily.test(ref) ? ref : null;
+}
+
+function showGhost(ref) {
+  $("ghost-setting").value = ref || "";
+  $("ghost-notice").hidden = !ref;
+  $("ghost-text").textContent = ref
+    ? "You race alone against a ghost: the recorded run " +
+      (ref.startsWith("daily/") ? `of the daily deal of ${ref.split("/")[1]}` : `of room ${ref.split("/")[0]}`) +
+      ", on its own deal, its progress moving on at its own times. Its game decides the room's game."
+    : "";
+}
+
 function pageFromUrl() {
   return /^\/daily\/?$/.test(window.location.pathname) ? "daily" : "home";
 }
@@ -2238,6 +2257,7 @@ function formValues(form) {
     undo: data.get("undo") === "on",
     finish: data.get("finish") === "first" ? "first" : "everyone",
   };
+  if (data.get("ghost")) values.ghost = String(data.get("ghost"));
   if (values.spectators === "delayed") values.spectator_delay = Number(data.get("spectator_delay"));
   if (values.finish === "first") values.finish_grace = Number(data.get("finish_grace"));
   // Checked, the box leaves the choice to the server's default (winnable deals, unless its
@@ -2641,6 +2661,8 @@ function wireKeys() {
 function start() {
   wire();
   if (state.link) prefillJoin(state.link);
+  showGhost(ghostFromUrl());
+  $("ghost-clear").addEventListener("click", () => showGhost(null));
   $("name-input").value = state.identity.name;
   if (state.identity.token) {
     connect({ token: state.identity.token });

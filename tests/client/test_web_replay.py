@@ -532,3 +532,28 @@ async def test_a_ranked_daily_attempt_has_a_replay_page_once_its_seed_is_out(
     assert await link.get_attribute("href") == f"/?ghost={urllib.parse.quote(ref, safe='')}"
     assert errors == []
     await context.close()
+
+
+async def test_a_run_is_raced_as_a_ghost_from_its_replay_page(
+    browser: Browser, server: RunningServer, won_line: tuple[int, list[str]]
+) -> None:
+    race = await play_race(server, "live", *won_line)
+    context, page, errors = await open_page(browser, server, f"/replay/{race['code']}/1")
+    ann = page.locator(f'[data-testid="replay-player"][data-player-id="{race["ann"]}"]')
+    await ann.locator(tid("rp-ghost")).click()
+    await enter_name(page, "Cat")
+    notice = page.locator(tid("ghost-notice"))
+    await expect(notice).to_be_visible()
+    await expect(page.locator(tid("ghost-text"))).to_contain_text(f"of room {race['code']}")
+    await page.fill(tid("countdown-setting"), "0")
+    await page.click(tid("create-room"))
+    await expect(page.locator(tid("room"))).to_be_visible()
+    await page.click(tid("start"))
+    progress = page.locator(tid("progress"))
+    await expect(progress).to_contain_text("Ann (ghost)")
+    # The ghost plays on by itself: its moves come in as Ann made them, to her win.
+    ghost = progress.locator("li", has_text="Ann (ghost)")
+    await expect(ghost).to_contain_text("52/52", timeout=4 * WAIT_MS)
+    await expect(ghost).to_contain_text("won")
+    assert errors == []
+    await context.close()
