@@ -14,9 +14,9 @@ Screenshots go to ``tests/artifacts/screenshots/`` (gitignored).
 from __future__ import annotations
 
 import json
-import urllib.parse
 import random
 import sys
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
