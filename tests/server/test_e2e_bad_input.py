@@ -16,7 +16,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from conftest import TIMEOUT, RunningServer, ServerFactory
+from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
 from e2e_support import (
     RawClient,
     apply_text,
