@@ -91,6 +91,13 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="how long a 'first' race goes on after the first win (30)",
     )
+    play.add_argument(
+        "--ghost",
+        default=None,
+        metavar="RUN",
+        help="race alone against a recorded run as a ghost: CODE/RACE/PLAYER (a replay "
+        "page's run) or daily/DATE/VARIANT/PLAYER (a ranked daily run, once its day is over)",
+    )
     play.add_argument("--no-color", action="store_true", help="no ANSI colours")
     play.add_argument("--plain", action="store_true", help=PLAIN_HELP)
     play.set_defaults(func=_play)
@@ -172,7 +179,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["spectators"] = args.spectators
     if args.spectator_delay is not None:
         settings["spectator_delay"] = args.spectator_delay
-    for key in ("winnable", "finish", "finish_grace"):
+    for key in ("winnable", "finish", "finish_grace", "ghost"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     return settings

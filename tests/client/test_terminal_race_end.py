@@ -269,3 +269,5 @@ async def test_solrace_play_takes_the_game_winnable_and_finish(
     )
     assert code == 1
     assert "could not create the room" in out and "cards banked" in out
+    code, out = await asyncio.to_thread(_solrace_play, server, "--ghost", "NOROOM99/1/abc")
+    assert code == 1 and "ghost: no such run is kept" in out
