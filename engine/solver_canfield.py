@@ -181,6 +181,8 @@ def _reserve_stuck(piles: tuple[bytes, ...], found: tuple[int, ...], reserve: by
     the cards that are ever on the tableau, ``bankable`` those ever banked, ``off[c]``
     whether tableau card ``c`` ever gets off the card it lies on.
     """
+    if not all(piles):
+        return False  # an empty pile takes the reserve's top card
     locked = set(reserve)
     on_tab = [False] * 52
     bottoms = set()
