@@ -42,6 +42,9 @@ LOOSE_BUDGETS = Budgets(
 
 #: Every wait in the tests is a multiple of this, so a slow machine can scale them all.
 TIMEOUT = float(os.environ.get("SOLRACE_TEST_TIMEOUT", "10"))
+PLAIN_DEALS: dict[str, Any] = {"winnable_default": False, "daily_winnable": False}
+"""Settings of a test node whose rooms deal any seed (tests choose their deals) and whose
+daily deal is the day's first candidate seed: no solver worker busy certifying deals."""
 
 
 @dataclass
@@ -133,15 +136,14 @@ async def start_server(tmp_path: Path, redis_url: str | None) -> AsyncIterator[S
             if tmp_path / name not in busy
         )
         # Tests choose their deals (e2e_support.deal_seed): rooms deal any seed unless a
-        # test asks for winnable deals (tests/server/test_winnable.py does).
+        # test asks for winnable deals (tests/server/test_winnable.py does). PLAIN_DEALS.
         base = ServerConfig(
             port=0,
             data_dir=data_dir,
             redis_url=redis_url,
             progress_interval_s=0.0,
             budgets=LOOSE_BUDGETS,
-            winnable_default=False,
-            daily_winnable=False,  # the day's deal is its first candidate, as tests work out
+            **PLAIN_DEALS,
         )
         config = replace(base, **overrides)
         server = SolraceServer(Node(make_backend(config), config, clock=clock), config)

@@ -26,6 +26,10 @@ __all__ = ["RETRY_PAUSE", "NodeProcess", "Player"]
 RETRY_PAUSE = 0.2  # before sending an ``unavailable`` move again
 
 
+PLAIN_DEAL_FLAGS = ("--no-winnable-default", "--no-daily-winnable")
+"""``solrace serve`` flags of a test node that deals any seed and the day's first candidate
+(conftest.PLAIN_DEALS): no solver worker busy certifying deals beside what is measured."""
+
 class NodeProcess:
     """``solrace serve`` on a free port of its own, logging to a file."""
 
@@ -56,7 +60,7 @@ class NodeProcess:
         # These nodes race random deals; a node dealing winnable ones would keep a solver
         # worker busy filling its pools and certifying daily deals (tests/server/
         # test_winnable.py covers those).
-        command += ["--no-winnable-default", "--no-daily-winnable", *self.options]
+        command += [*PLAIN_DEAL_FLAGS, *self.options]
         with (self.directory / "node.log").open("ab") as log:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory

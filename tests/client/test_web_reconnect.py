@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import test_web
-from conftest import TIMEOUT, RunningServer
+from conftest import PLAIN_DEALS, TIMEOUT, RunningServer
 from playwright.async_api import WebSocket, WebSocketRoute
 from test_web import (
     DESKTOP,
@@ -101,6 +101,7 @@ async def node(tmp_path: Path) -> AsyncIterator[Restartable]:
         port=free_port(),
         data_dir=tmp_path / "data",
         progress_interval_s=0.0,
+        **PLAIN_DEALS,
     )
     made = Restartable(config)
     await made.start()

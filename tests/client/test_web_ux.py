@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import test_web
-from conftest import TIMEOUT, RunningServer, ServerFactory
+from conftest import PLAIN_DEALS, TIMEOUT, RunningServer, ServerFactory
 from playwright.async_api import Browser, Page, expect
 from test_web import (
     PHONE,
@@ -295,7 +295,9 @@ async def test_long_piles_fan_tighter_to_fit_the_window(
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Restartable]:
     """A node on a fixed port that the test stops and starts again on the same data."""
-    config = ServerConfig(port=free_port(), data_dir=tmp_path / "node", progress_interval_s=0.0)
+    config = ServerConfig(
+        port=free_port(), data_dir=tmp_path / "node", progress_interval_s=0.0, **PLAIN_DEALS
+    )
     made = Restartable(config)
     await made.start()
     yield made

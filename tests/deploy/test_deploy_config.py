@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import TIMEOUT, RunningServer
+from conftest import PLAIN_DEALS, TIMEOUT, RunningServer
 from redis_server import free_port
 
 from solrace.server import Node, ServerConfig, SolraceServer, make_backend
@@ -496,7 +496,7 @@ async def test_compose_redis_wants_the_password_the_nodes_are_given(tmp_path: Pa
         assert subprocess.run(["sh", "-c", script], env=env).returncode != 0
 
         # And a node started with the nodes' URL is ready on it.
-        config = ServerConfig(port=0, redis_url=local, data_dir=tmp_path / "node")
+        config = ServerConfig(port=0, redis_url=local, data_dir=tmp_path / "node", **PLAIN_DEALS)
         node = SolraceServer(Node(make_backend(config), config), config)
         await node.start()
         try:

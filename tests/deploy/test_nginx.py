@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT
+from conftest import PLAIN_DEALS, TIMEOUT
 from redis_server import free_port
 
 from solrace.client import Client
@@ -204,7 +204,11 @@ async def nodes(tmp_path: Path, redis_url: str | None) -> AsyncIterator[list[Sol
     try:
         for i, _ in enumerate(shipped_nodes(NGINX_CONF.read_text()), 1):
             config = ServerConfig(
-                port=0, data_dir=tmp_path / f"node{i}", redis_url=redis_url, metrics_port=0
+                port=0,
+                data_dir=tmp_path / f"node{i}",
+                redis_url=redis_url,
+                metrics_port=0,
+                **PLAIN_DEALS,
             )
             server = SolraceServer(Node(make_backend(config), config), config)
             await server.start()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, RunningServer
+from conftest import PLAIN_DEALS, TIMEOUT, RunningServer
 from e2e_support import standing_of, standings
 from redis_cluster import RedisClusterServers
 
@@ -42,7 +42,7 @@ async def nodes(cluster: RedisClusterServers, tmp_path: Path) -> AsyncIterator[l
     cluster.flush()
     started: list[RunningServer] = []
     for _ in range(2):
-        config = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=cluster.url)
+        config = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=cluster.url, **PLAIN_DEALS)
         server = SolraceServer(Node(make_backend(config), config), config)
         await server.start()
         started.append(RunningServer(server, config))

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from conftest import TIMEOUT, RunningServer, ServerFactory
+from conftest import PLAIN_DEALS, TIMEOUT, RunningServer, ServerFactory
 from e2e_support import RawClient
 from websockets.frames import Frame, Opcode
 
@@ -44,7 +44,9 @@ class Recorder:
 
 async def racing_node(tmp_path: Path, **limits: Any) -> tuple[Node, Session, Recorder, Game]:
     """A node on the embedded backend with one player racing alone in a Canfield room."""
-    config = ServerConfig(data_dir=tmp_path, progress_interval_s=0.0, limits=Limits(**limits))
+    config = ServerConfig(
+        data_dir=tmp_path, progress_interval_s=0.0, limits=Limits(**limits), **PLAIN_DEALS
+    )
     node = Node(make_backend(config), config)
     await node.start()
     out = Recorder()

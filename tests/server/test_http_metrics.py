@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
+from process_support import PLAIN_DEAL_FLAGS
 from test_serve_cli import clean_env
 
 from solrace.server.http import security_headers
@@ -121,7 +122,7 @@ def taken_port() -> Iterator[int]:
 
 
 def test_serve_with_the_metrics_port_in_use_says_which(tmp_path: Path, taken_port: int) -> None:
-    command = [sys.executable, "-m", "solrace", "serve", "--port", "0"]
+    command = [sys.executable, "-m", "solrace", "serve", "--port", "0", *PLAIN_DEAL_FLAGS]
     process = subprocess.run(
         [*command, "--data-dir", str(tmp_path / "data"), "--metrics-port", str(taken_port)],
         cwd=tmp_path,

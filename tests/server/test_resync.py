@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, RunningServer
+from conftest import PLAIN_DEALS, TIMEOUT, RunningServer
 from e2e_support import standing_of, standings
 from redis_server import RedisServer
 
@@ -35,7 +35,7 @@ async def redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
 
 async def start_node(url: str, tmp_path: Path) -> RunningServer:
     """A server node on the Redis at ``url``."""
-    config = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=url)
+    config = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=url, **PLAIN_DEALS)
     server = SolraceServer(Node(make_backend(config), config), config)
     await server.start()
     return RunningServer(server, config)

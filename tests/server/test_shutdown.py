@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TIMEOUT
+from process_support import PLAIN_DEAL_FLAGS
 
 from solrace.client import Client
 
@@ -54,6 +55,7 @@ async def test_a_signal_closes_connections_with_1001_and_exits_0(
         str(port),
         "--data-dir",
         str(tmp_path / "data"),
+        *PLAIN_DEAL_FLAGS,
         stdout=log,
         stderr=asyncio.subprocess.STDOUT,
         env=env,

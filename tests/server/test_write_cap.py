@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from conftest import TIMEOUT
 from connection_support import Peer, client_frame, upgrade_request
+from process_support import PLAIN_DEAL_FLAGS
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
@@ -268,6 +269,7 @@ def node_process(tmp_path: Path) -> Iterator[NodeProcess]:
             [
                 *(sys.executable, "-m", "solrace", "serve"),
                 *("--port", str(port), "--data-dir", str(tmp_path / "data")),
+                *PLAIN_DEAL_FLAGS,
             ],
             cwd=ROOT,
             stdout=out,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT
+from conftest import PLAIN_DEALS, TIMEOUT
 from connection_support import Peer, client_frame
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
@@ -157,7 +157,9 @@ async def test_the_server_flushes_the_backends_writes_before_each_write(
         real_made(self, transport)
 
     monkeypatch.setattr(Connection, "connection_made", connection_made)
-    config = ServerConfig(port=0, data_dir=tmp_path / "data", progress_interval_s=0.0)
+    config = ServerConfig(
+        port=0, data_dir=tmp_path / "data", progress_interval_s=0.0, **PLAIN_DEALS
+    )
     config = replace(config, ping_interval_s=None)
     backend = make_backend(config)
     flush = backend.flush_writes
