@@ -180,7 +180,7 @@ async def drag(page: Page, source: str, target: str, *, check: Any = None) -> No
     src = await page.locator(source).bounding_box()
     dst = await page.locator(target).bounding_box()
     assert src is not None and dst is not None
-    x0, y0 = src["x"] + src["width"] / 2, src["y"] + min(12, src["height"] / 2)
+    x0, y0 = src["x"] + src["width"] / 2, src["y"] + min(5, src["height"] / 2)  # its top strip
     x1, y1 = dst["x"] + dst["width"] / 2, dst["y"] + min(20, dst["height"] / 2)
     await page.mouse.move(x0, y0)
     await page.mouse.down()
