@@ -20,7 +20,10 @@ Redis, on a redis-server the bench starts on a free port of loopback, pinned to 
 core (its CPU is reported apart: on a deployment it has a machine of its own). The
 figure is the largest ``N`` that held; with it, the node's RSS per player at that load
 (VmRSS at the end of its window, less VmRSS before the first player connected, over
-``N``).
+``N``), and ``players_per_node_cpu``: ``N`` over the node's CPU (cores) in that window,
+the players a whole core would hold at that cost, which holds still when other work
+shares the node's core (the p99 bound does not: a node preempted by other processes
+misses it with CPU to spare).
 
 Before the searches, closed-loop max-rate phases measure moves/s per backend as
 ``bench/server.py`` does (its harness: ``--closed-players`` players in rooms of 4 each
@@ -794,7 +797,7 @@ async def run(args: argparse.Namespace) -> str:
         try:
             closed = await closed_loops(args, workdir, redis) if args.closed_rounds else {}
             paced = await pace_ab(args, workdir, redis) if args.ab_players and args.ab else {}
-            for backend in args.backends:
+            for backend in args.backends if args.search else ():
                 searches.append(
                     await search(backend, args, workdir, redis if backend == "redis" else None)
                 )
@@ -813,6 +816,9 @@ async def run(args: argparse.Namespace) -> str:
             pairs[f"p99_ms_{b}"] = f"{best.p99_ms:.1f}"
             pairs[f"moves_per_s_{b}"] = f"{best.moves_per_s:.0f}"
             pairs[f"node_cpu_{b}"] = f"{best.node_cpu:.2f}"
+            # Players per node CPU-second: what a whole core would hold at this cost, a
+            # figure that holds still when other work shares the node's core.
+            pairs[f"players_per_node_cpu_{b}"] = f"{best.players / best.node_cpu:.0f}"
             pairs[f"load_cpu_{b}"] = f"{best.load_cpu:.2f}"
             pairs[f"rss_mib_{b}"] = f"{best.rss_kib / 1024:.0f}"
             if b == "redis":
@@ -943,6 +949,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--closed-rounds", type=int, default=2, help="rounds of the closed-loop arms; 0 skips (2)"
+    )
+    parser.add_argument(
+        "--search",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="search for the capacity (on); --no-search runs the closed loop and A/B only",
     )
     parser.add_argument(
         "--ab-players",
