@@ -4,8 +4,11 @@ One node (pinned to one core, run as ``bench/capacity.py`` runs its nodes: like 
 serve`` with the budgets and message rates lifted, the room cap raised to the load's
 rooms, and ``winnable_default=False, daily_winnable=False``, a solver worker's CPU not
 being what is measured) and ``solrace loadtest``'s bots (pinned to the other core) at a
-person's pace: a move every 2 s with jitter, in rooms of 4 that race, finish and deal
-again. ``--players`` sets the load; without it, ``bench/capacity.py``'s search runs first
+person's pace: a move every 2 s with jitter, in rooms of 4 that race and deal again.
+Bots playing at random rarely finish a game, so a race ends at its time limit
+(``--race-minutes``, 5) and the room deals again, as people's rooms do every few
+minutes. A running race's moves are held in memory until it ends, so races of an hour
+(the loadtest's default) grow the RSS with every move of that hour. ``--players`` sets the load; without it, ``bench/capacity.py``'s search runs first
 on the same backend and the soak runs at half its figure.
 
 Each minute (``--interval``) after the ramp, a line on stderr: the node's RSS at the
@@ -73,7 +76,8 @@ async def soak(args: argparse.Namespace, workdir: Path, redis: Redis | None) -> 
     progress(
         f"soak: {players:,} players on {args.backend} ({node.loop}"
         + (f"/{node.parser}" if redis else "")
-        + f"), {intervals} x {ticks_per} s after a {start} s ramp; load average {loadavg()}"
+        + f"), {intervals} x {ticks_per} s after a {start} s ramp, races of "
+        + f"{args.race_minutes:g} min; load average {loadavg()}"
     )
     rows: list[dict[str, float]] = []
     errors: dict[str, int] = {}
@@ -88,6 +92,7 @@ async def soak(args: argparse.Namespace, workdir: Path, redis: Redis | None) -> 
             duration_s=end + 1,
             rooms_of=ROOMS_OF,
             ramp_s=ramp,
+            time_limit_s=round(args.race_minutes * 60),
         )
         load = PaceLoad(test, args.processes)
         window = Report()
@@ -165,6 +170,7 @@ async def soak(args: argparse.Namespace, workdir: Path, redis: Redis | None) -> 
         "backend": args.backend,
         "loop": node.loop,
         "minutes": f"{args.minutes:g}",
+        "race_minutes": f"{args.race_minutes:g}",
         "interval_s": f"{args.interval:g}",
         "loadavg_after": loadavg(),
     }
@@ -197,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         "--interval", type=float, default=60.0, help="seconds between report lines (60)"
     )
     parser.add_argument("--backend", choices=("embedded", "redis"), default="embedded")
+    parser.add_argument(
+        "--race-minutes",
+        type=float,
+        default=5.0,
+        help="each race's time limit, after which the room deals again (5; at most 60)",
+    )
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after the ramp (5)")
     parser.add_argument(
         "--connect-rate", type=float, default=500.0, help="players connected a second (500)"
@@ -214,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     capacity.resolve_node_options(parser, args)
     if args.players is not None and args.players < ROOMS_OF:
         parser.error("--players: at least 4")
+    if not 10 <= args.race_minutes * 60 <= 3600:
+        parser.error("--race-minutes: from 10 s to 60 minutes")
     if args.minutes <= 0 or not 1 <= args.interval <= args.minutes * 60:
         parser.error("--minutes above 0, --interval at least 1 s and at most the soak")
     harness.raise_nofile()
