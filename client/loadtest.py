@@ -281,7 +281,13 @@ class _Bot(asyncio.Protocol):
             self.run.spawn(self._again())
 
     def _schedule(self) -> None:
-        if not self.racing or not self.run.running:
+        # One move in flight and one timer at a time: a race that starts again (a
+        # rematch) while a move is in flight or a timer runs must not start a second
+        # chain of moves beside the first.
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if not self.racing or not self.run.running or self.sent:
             return
         pace = self.run.test.pace_s
         delay = pace * (1 + self.run.test.jitter * (2 * random.random() - 1))
