@@ -1378,7 +1378,9 @@ function renderRace() {
     const fresh = boardRace !== raceKey;
     boardRace = raceKey;
     if (boardShown !== state.view) {
-      boardView.update(state.view);
+      // A new race's deal is laid out where it lies: its cards do not fly in from the
+      // last race's board.
+      boardView.update(state.view, { slide: !fresh });
       boardShown = state.view;
     }
     fillBoardNote(state.view);

@@ -287,8 +287,8 @@ export class BoardView {
     });
   }
 
-  update(view) {
-    const before = this.board && !reducedMotion() ? this.cardRects() : null;
+  update(view, { slide = true } = {}) {
+    const before = slide && this.board && !reducedMotion() ? this.cardRects() : null;
     const focused = this.board && this.board.contains(document.activeElement);
     this.view = view;
     this.clearSelection();

@@ -175,11 +175,23 @@ async def create_room(page: Page, variant: str, **settings: Any) -> str:
     return code
 
 
+async def steady_box(page: Page, selector: str) -> dict[str, float]:
+    """Where ``selector`` lies once it has stopped moving (a card may still be sliding)."""
+    locator = page.locator(selector)
+    box = await locator.bounding_box()
+    for _ in range(int(WAIT_MS // 40)):
+        await page.wait_for_timeout(40)
+        again = await locator.bounding_box()
+        if box is not None and again == box:
+            return dict(box)
+        box = again
+    raise AssertionError(f"{selector} never stopped moving")
+
+
 async def drag(page: Page, source: str, target: str, *, check: Any = None) -> None:
     """Drag the element at ``source`` onto ``target`` with the mouse, in small steps."""
-    src = await page.locator(source).bounding_box()
-    dst = await page.locator(target).bounding_box()
-    assert src is not None and dst is not None
+    src = await steady_box(page, source)
+    dst = await steady_box(page, target)
     x0, y0 = src["x"] + src["width"] / 2, src["y"] + min(5, src["height"] / 2)  # its top strip
     x1, y1 = dst["x"] + dst["width"] / 2, dst["y"] + min(20, dst["height"] / 2)
     await page.mouse.move(x0, y0)
@@ -460,6 +472,9 @@ async def test_boards_of_the_four_games(pages: Pages, monkeypatch: pytest.Monkey
     carried = [card_name(c) for c in pile[-move.count :]]
     src, dst = f"t{move.src_index + 1}", f"t{(move.dst_index or 0) + 1}"
     await start_alone(page, "american-canister")
+    # The new deal lies where it is dealt: no card flies in from the last race's board.
+    sliding = "document.getAnimations().filter(a => a.effect?.target?.matches?.('.card')).length"
+    assert await page.evaluate(sliding) == 0
     await check_layout(page, "american-canister", seed)
     await drag(page, card(src, carried[0]), f'{area} [data-pile="{dst}"]')
     for name in carried:
