@@ -153,7 +153,7 @@ async def _node(args: argparse.Namespace) -> None:
 
     from solrace.protocol import Limits
     from solrace.server import Node, ServerConfig, SolraceServer, make_backend
-    from solrace.server.app import loop_name
+    from solrace.server.app import loop_name, tune_gc
     from solrace.server.config import Budgets
     from solrace.server.logs import configure_logging
 
@@ -173,6 +173,7 @@ async def _node(args: argparse.Namespace) -> None:
     )
     server = SolraceServer(Node(make_backend(config), config), config)
     await server.start()
+    tune_gc()  # as solrace serve does
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

@@ -164,6 +164,9 @@ async def _serve(args: argparse.Namespace) -> None:
         port = solrace.port
         close = solrace.close
 
+    from solrace.server.app import tune_gc
+
+    tune_gc()  # both servers, as solrace serve does
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

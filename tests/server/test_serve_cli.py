@@ -237,6 +237,23 @@ def listening_loop(node: NodeProcess) -> str:
     raise AssertionError("no listening line in node.log")
 
 
+async def test_serve_keeps_its_startup_objects_out_of_the_collector(tmp_path: Path) -> None:
+    """What the node allocated to start is frozen, and young collections come less often."""
+    from solrace.server.app import GC_THRESHOLDS
+
+    node = NodeProcess(tmp_path, None)
+    await serve_and_ping(node)
+    entries = [
+        json.loads(line)
+        for line in (node.directory / "node.log").read_text().splitlines()
+        if line.startswith("{")
+    ]
+    tuned = [entry for entry in entries if entry.get("event") == "gc_tuned"]
+    assert len(tuned) == 1
+    assert tuned[0]["thresholds"] == list(GC_THRESHOLDS)
+    assert tuned[0]["frozen"] > 10_000  # the modules, the engine's tables
+
+
 @pytest.fixture
 def without_uvloop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """PYTHONPATH for a machine where uvloop does not import (set for child processes)."""
