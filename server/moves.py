@@ -49,6 +49,8 @@ log = structlog.get_logger("solrace.server")
 MAX_NOTATIONS = 4096
 BOARD_SAVE_INTERVAL_S = 2.0
 """The longest a board of an unwatched room goes unsaved (for a spectator who comes)."""
+BOARD_SAVE_ROOMS = 50
+"""Rooms whose boards are kept in one pass of the event loop (the rest in the next)."""
 SHOWN_WHILE_RACING = frozenset({SpectatorMode.LIVE, SpectatorMode.DELAYED})
 """The spectator settings whose progress events carry boards (a ``delayed`` room's nodes
 hold them back from their spectators)."""
@@ -70,7 +72,8 @@ class MovePath:
         self._timings = node.metrics.handled("move")
         self._notations: dict[str, tuple[Move, str]] = {}
         self._unsaved: set[LocalRoom] = set()  # rooms with boards the store lacks
-        self._board_timer: asyncio.TimerHandle | None = None
+        self._board_timer: asyncio.TimerHandle | asyncio.Handle | None = None
+        self._saving: list[LocalRoom] = []  # this round's rooms, not yet saved
 
     # -- the checks ----------------------------------------------------------------------
 
@@ -387,15 +390,29 @@ class MovePath:
         return boards
 
     def _save_unsaved(self) -> None:
+        """Keep the boards the store lacks, ``BOARD_SAVE_ROOMS`` rooms a pass of the loop.
+
+        Thousands of rooms' boards at once would hold every move of the node behind them
+        (tens of milliseconds at 2,500 players); a slice a pass lets the moves through.
+        A room that lacks a board again meanwhile waits for the next round.
+        """
         self._board_timer = None
-        unsaved, self._unsaved = self._unsaved, set()
-        for held in unsaved:
+        if not self._saving:
+            self._saving, self._unsaved = list(self._unsaved), set()
+        saving = self._saving
+        for _ in range(min(BOARD_SAVE_ROOMS, len(saving))):
+            held = saving.pop()
             if held.closed or not held.unsaved:
                 continue
             if self.node.backend.in_process:
                 self.node.backend.save_boards_now(held.code, held.race, self._views(held))
             else:
                 self.node.spawn(self.save_boards(held))
+        loop = asyncio.get_running_loop()
+        if saving:
+            self._board_timer = loop.call_soon(self._save_unsaved)
+        elif self._unsaved:
+            self._board_timer = loop.call_later(BOARD_SAVE_INTERVAL_S, self._save_unsaved)
 
     def _views(self, held: LocalRoom) -> dict[str, dict[str, Any]]:
         views = {p: spectator_view(g) for p in held.unsaved if (g := held.games.get(p))}
