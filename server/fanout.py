@@ -47,8 +47,9 @@ class FanOut:
 
     # -- out through the backend ---------------------------------------------------------
 
-    async def publish(self, code: str, outcome: Outcome) -> None:
-        """Keep a command's new record, record a finished race, publish its events."""
+    async def publish(self, code: str, outcome: Outcome, *, published: bool = False) -> None:
+        """Keep a command's new record, record a finished race, publish its events (unless
+        the backend ``published`` them with the write)."""
         node = self.node
         held = node.held.get(code)
         if outcome.room is not None and held is not None and not held.closed:
@@ -62,7 +63,8 @@ class FanOut:
             if isinstance(event, RaceOver):
                 record = outcome.room or (held.record if held is not None else None)
                 await self._record_results(code, event, record)
-            await node.backend.publish(code, event.to_wire())
+            if not published:
+                await node.backend.publish(code, event.to_wire())
         if outcome.room is None:
             await node.backend.drop_room_logs(code)
 

@@ -480,7 +480,9 @@ class MovePath:
         backend = node.backend
         try:
             await backend.save_boards(held.code, race, self._boards(held, updates))
-            outcome = await backend.update_room(held.code, lambda r: rooms.standings(r, updates))
+            outcome, published = await backend.update_room_publishing(
+                held.code, lambda r: rooms.standings(r, updates)
+            )
         except ProtocolError:
             return  # the race ended meanwhile (its results came from the log and the room)
         except BackendUnavailable:
@@ -493,4 +495,4 @@ class MovePath:
             if held.report_timer is None:
                 held.report_timer = asyncio.get_running_loop().call_later(1.0, self.flush_now, held)
             return
-        await node.fanout.publish(held.code, outcome)
+        await node.fanout.publish(held.code, outcome, published=published)

@@ -66,6 +66,7 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
     ClusterError,
     MovedError,
+    NoScriptError,
     ReadOnlyError,
     RedisClusterException,
     TryAgainError,
@@ -77,7 +78,7 @@ from redis.exceptions import (
     TimeoutError as RedisTimeoutError,
 )
 
-from ...protocol import ErrorCode, ProtocolError
+from ...protocol import ErrorCode, Progress, ProtocolError
 from ..room import Outcome, Room
 from .base import Backend, BackendUnavailable, EventHandler, ResyncHandler, RoomUpdate
 from .redis_accounts import RedisAccountsMixin
@@ -98,6 +99,9 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     asyncio.TimeoutError,
 )
+
+ROOM_RECORDS_KEPT = 5_000
+"""Room records (with their versions) a node keeps as it last read or wrote them."""
 
 _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
@@ -136,6 +140,19 @@ redis.call('HSET', KEYS[1], 'data', ARGV[2])
 if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return 1
 """
+
+# The same, then (KEYS[2]: the room's channel) SPUBLISH of each message in ARGV[4..] once
+# the record is swapped: a report of standings and its event in one round trip.
+_SWAP_ROOM_PUBLISH = (
+    "local swapped = (function()\n"
+    + _SWAP_ROOM.strip()
+    + "\nend)()\n"
+    + """if swapped == 1 then
+  for i = 4, #ARGV do redis.call('SPUBLISH', KEYS[2], ARGV[i]) end
+end
+return swapped
+"""
+)
 
 # KEYS: log, the room's set of logs; ARGV: rev, rev + 1, move, time to live in ms (0: none),
 # the move's time in the race (ms)
@@ -338,8 +355,10 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             self._redis = Redis.from_pool(pool)
         self._create_room = self._redis.register_script(_CREATE_ROOM)
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
+        self._swap_room_publish = self._redis.register_script(_SWAP_ROOM_PUBLISH)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
+        self._records: dict[str, tuple[bytes, Room]] = {}  # code: (version, record)
         self._appends: list[_Append] = []  # asked for in this pass, not yet sent
         self._sending: set[asyncio.Task[None]] = set()
         self.append_round_trips = 0
@@ -534,8 +553,21 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         with self._guard():
             version, data = await self._redis.hmget(self._room_key(code, "room"), ["v", "data"])
         if version is None or data is None:
+            self._records.pop(code, None)
             return None
-        return _bytes(version), Room.from_dict(_unpack(data))
+        read = _bytes(version), Room.from_dict(_unpack(data))
+        self._remember(code, read)
+        return read
+
+    def _remember(self, code: str, read: tuple[bytes, Room] | None) -> None:
+        """Keep the record (and its version) as this node last read or wrote it."""
+        records = self._records
+        records.pop(code, None)
+        if read is None:
+            return
+        if len(records) >= ROOM_RECORDS_KEPT:
+            del records[next(iter(records))]  # the one kept longest ago
+        records[code] = read
 
     async def load_room(self, code: str) -> Room | None:
         """The room's record, or None."""
@@ -545,23 +577,69 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         return None if read is None else read[1]
 
     async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
-        """Compare-and-set on the record's version; on a conflict, read and apply again."""
+        return (await self._update_room(code, change, publish=False))[0]
+
+    async def update_room_publishing(
+        self, code: str, change: RoomUpdate
+    ) -> tuple[Outcome, bool]:
+        """:meth:`update_room`; an outcome whose events are all progress reports has them
+        published by the same script call that swaps the record (one round trip)."""
+        return await self._update_room(code, change, publish=True)
+
+    async def _update_room(
+        self, code: str, change: RoomUpdate, *, publish: bool
+    ) -> tuple[Outcome, bool]:
+        """Compare-and-set on the record's version; on a conflict, read and apply again.
+
+        The first try applies ``change`` to the record as this node last read or wrote
+        it, without reading it again: a swap on that version succeeds only if no one
+        changed the record since, so its outcome was decided on the current record (a
+        report of standings, most of this path, then costs one round trip, not two). An
+        outcome that writes nothing, or a refusal, decided on a remembered record is not
+        trusted: the record is read and ``change`` applied again.
+        """
+        remembered = self._records.get(code)
         for _ in range(self.max_update_attempts):
-            read = await self._read_room(code) if self._known(code) else None
+            if remembered is not None:
+                read: tuple[bytes, Room] | None = remembered
+            else:
+                read = await self._read_room(code) if self._known(code) else None
             if read is None:
                 raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room {code!r}")
             version, room = read
-            outcome = change(room)
+            try:
+                outcome = change(room)
+            except ProtocolError:
+                if remembered is None:
+                    raise
+                remembered = None
+                continue
             if outcome.room is room:
-                return outcome
+                if remembered is None:
+                    return outcome, False
+                remembered = None
+                continue
+            remembered = None
             record = b"" if outcome.room is None else _pack(outcome.room.to_dict())
+            keys = [self._room_key(code, "room")]
+            args: list[Any] = [version, record, self.room_ttl_ms]
+            published = (
+                publish
+                and bool(outcome.events)
+                and all(isinstance(event, Progress) for event in outcome.events)
+            )
             with self._guard():
-                swapped = await self._swap_room(
-                    keys=[self._room_key(code, "room")],
-                    args=[version, record, self.room_ttl_ms],
-                )
+                if published:
+                    keys.append(self._channel(code).decode())
+                    args.extend(_pack(event.to_wire()) for event in outcome.events)
+                    swapped = await self._swap_room_publish(keys=keys, args=args)
+                else:
+                    swapped = await self._swap_room(keys=keys, args=args)
             if swapped:
-                return outcome
+                after = None if outcome.room is None else (b"%d" % (int(version) + 1), outcome.room)
+                self._remember(code, after)
+                return outcome, published
+            self._records.pop(code, None)
         raise BackendUnavailable(f"redis: room {code} changed too often to update")
 
     async def drop_room_logs(self, code: str) -> None:
@@ -639,10 +717,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                         return_exceptions=True,
                     )
                 else:
-                    async with self._redis.pipeline(transaction=False) as pipe:
-                        for keys, args, _ in batch:
-                            await self._append_move(keys=keys, args=args, client=pipe)
-                        answers = await pipe.execute(raise_on_error=False)
+                    answers = await self._pipelined_appends(batch)
         except BaseException as error:
             for _, _, answer in batch:
                 if not answer.done():
@@ -661,6 +736,26 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                 answer.set_exception(result)
             else:
                 answer.set_result(int(result))
+
+    async def _pipelined_appends(self, batch: list[_Append], *, load: bool = True) -> list[Any]:
+        """The batch's script calls in one pipeline, by EVALSHA alone.
+
+        (redis-py's scripts in a pipeline first ask SCRIPT EXISTS, a second round trip
+        for every batch.) Where Redis does not know the script (restarted, or its
+        scripts flushed), it is loaded and the calls it refused are sent again.
+        """
+        script = self._append_move
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for keys, args, _ in batch:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            answers: list[Any] = await pipe.execute(raise_on_error=False)
+        refused = [i for i, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
+        if refused and load:
+            script.sha = await self._redis.script_load(script.script)
+            again = await self._pipelined_appends([batch[i] for i in refused], load=False)
+            for i, answer in zip(refused, again, strict=True):
+                answers[i] = answer
+        return answers
 
     async def log_length(self, code: str, race: int, player_id: str) -> int:
         """XLEN of the player's stream."""
@@ -853,6 +948,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         """Stop handing the room's events on, and SUNSUBSCRIBE."""
         channel = self._channel(code)
         self._handlers.pop(channel, None)
+        self._records.pop(code, None)
         future = self._confirmations.pop(channel, None)
         if future is not None and not future.done():
             future.cancel()

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from conftest import TIMEOUT
 from redis_server import RedisServer, free_port
 
-from solrace.protocol import ErrorCode, ProtocolError
+from solrace.protocol import ErrorCode, Progress, ProtocolError
 from solrace.server import Backend, BackendUnavailable, EmbeddedBackend
 from solrace.server import room as rooms
 from solrace.server.backends.redis import RedisBackend
@@ -510,3 +511,119 @@ async def test_the_appends_of_one_pass_go_to_redis_in_one_round_trip(backend: Ba
     assert results[0] is None
     assert isinstance(results[1], ProtocolError) and results[1].code is ErrorCode.STALE_REVISION
     assert backend.append_round_trips == before + 2
+
+
+# -- the Redis node's round trips ------------------------------------------------------
+
+
+def _stale_sensitive(calls: list[Room]) -> Any:
+    """Bob joins only once Carol is in; the records it was applied to are kept."""
+
+    def change(room: Room) -> Outcome:
+        calls.append(room)
+        if "carol" not in room.members:
+            raise ProtocolError(ErrorCode.WRONG_STATE, "carol first")
+        return joining("bob")(room)
+
+    return change
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_record_remembered_before_another_node_wrote_is_read_again(
+    backend: Backend, peer: Backend
+) -> None:
+    """A node applies a change to the record as it last wrote it; another node's write
+    since then fails the swap, and the change runs again on the current record."""
+    await backend.create_room(new_room())
+    await backend.update_room(CODE, joining("dave"))  # remembered as this node wrote it
+    await peer.update_room(CODE, joining("carol"))
+    calls: list[Room] = []
+    outcome = await backend.update_room(CODE, lambda r: calls.append(r) or joining("bob")(r))
+    assert [list(r.members) for r in calls] == [
+        ["alice", "dave"],
+        ["alice", "dave", "carol"],
+    ]
+    assert outcome.room is not None and list(outcome.room.members) == [
+        "alice",
+        "dave",
+        "carol",
+        "bob",
+    ]
+    assert await peer.load_room(CODE) == outcome.room
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_refusal_or_no_change_decided_on_a_remembered_record_is_checked_again(
+    backend: Backend, peer: Backend
+) -> None:
+    await backend.create_room(new_room())
+    await backend.update_room(CODE, joining("dave"))
+    await peer.update_room(CODE, joining("carol"))
+    calls: list[Room] = []
+    # Refused on the remembered record (no Carol there), done on the current one.
+    outcome = await backend.update_room(CODE, _stale_sensitive(calls))
+    assert len(calls) == 2 and "carol" in calls[1].members
+    assert outcome.room is not None and "bob" in outcome.room.members
+    # Nothing to change, on the remembered record: the current one is asked too.
+    await peer.update_room(CODE, lambda r: _add_spectator(r, 1))
+    seen: list[Room] = []
+
+    def only_once_s1_watches(room: Room) -> Outcome:
+        seen.append(room)
+        return Outcome(room) if "s1" not in room.members else _add_spectator(room, 2)
+
+    outcome = await backend.update_room(CODE, only_once_s1_watches)
+    assert len(seen) == 2
+    assert outcome.room is not None and "s2" in outcome.room.members
+    # And a refusal on the current record is a refusal (four players: the room is full).
+    with pytest.raises(ProtocolError):
+        await backend.update_room(CODE, joining("gus"))
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_progress_report_is_published_by_its_write(
+    backend: Backend, peer: Backend
+) -> None:
+    heard = Recorder()
+    await peer.subscribe(CODE, heard)
+    await backend.create_room(new_room())
+
+    def report(room: Room) -> Outcome:
+        seq = room.seq + 1
+        return Outcome(replace(room, seq=seq), (Progress(room.code, seq, []),))
+
+    outcome, published = await backend.update_room_publishing(CODE, report)
+    assert published
+    await wait_for(lambda: len(heard.of(CODE)) == 1)
+    assert heard.of(CODE) == [event.to_wire() for event in outcome.events]
+    assert (await peer.load_room(CODE)) == outcome.room
+    # Any other event is the caller's to publish.
+    outcome, published = await backend.update_room_publishing(CODE, joining("bob"))
+    assert not published and outcome.events
+    await asyncio.sleep(0.2)
+    assert len(heard.of(CODE)) == 1
+
+
+async def test_every_backend_leaves_other_events_to_the_caller(backend: Backend) -> None:
+    await backend.create_room(new_room())
+    outcome, published = await backend.update_room_publishing(CODE, joining("bob"))
+    assert not published
+    assert outcome.room is not None and "bob" in outcome.room.members
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_appends_go_on_after_redis_forgets_its_scripts(
+    backend: Backend, redis_url: str | None
+) -> None:
+    from redis.asyncio import Redis
+
+    assert redis_url is not None
+    await backend.create_room(new_room())
+    await backend.append_move(CODE, 1, "p0", 0, "d", 5)
+    client = Redis.from_url(redis_url)
+    await client.script_flush()
+    await client.aclose()
+    await asyncio.gather(*(backend.append_move(CODE, 1, p, 0, "d", 6) for p in ("p1", "p2")))
+    await backend.append_move(CODE, 1, "p0", 1, "u", 7)
+    assert await backend.read_timed_moves(CODE, 1, "p0") == [("d", 5), ("u", 7)]
+    assert await backend.read_timed_moves(CODE, 1, "p2") == [("d", 6)]

@@ -393,7 +393,7 @@ async def test_a_resignation_counts_the_acked_move_whose_progress_was_not_record
     # Redis fails right after the move is logged: the ack goes out, the room's record of
     # the player's standing does not change.
     backend = server.node.backend
-    update_room = backend.update_room
+    update_room = backend.update_room_publishing  # the write of a report of standings
     failures = [BackendUnavailable("redis: gone for a moment")]
 
     async def flaky(code: str, change: Any) -> Any:
@@ -401,7 +401,7 @@ async def test_a_resignation_counts_the_acked_move_whose_progress_was_not_record
             raise failures.pop()
         return await update_room(code, change)
 
-    monkeypatch.setattr(backend, "update_room", flaky)
+    monkeypatch.setattr(backend, "update_room_publishing", flaky)
     assert (await alice.move("d"))["rev"] == 2
     async with asyncio.timeout(TIMEOUT):
         while failures:  # the ack may go out before the room is updated

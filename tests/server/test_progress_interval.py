@@ -135,7 +135,7 @@ async def test_a_standing_storage_refused_is_told_once_it_is_back(
 ) -> None:
     server, fast, rival = await _race(start_server)
     backend = server.node.backend
-    real = backend.update_room
+    real = backend.update_room_publishing  # the write of a report of standings
     refusals = [BackendUnavailable("storage is away")]
 
     async def away_once(code: str, change: Any) -> Any:
@@ -144,10 +144,10 @@ async def test_a_standing_storage_refused_is_told_once_it_is_back(
         return await real(code, change)
 
     try:
-        monkeypatch.setattr(backend, "update_room", away_once)
+        monkeypatch.setattr(backend, "update_room_publishing", away_once)
         # Only storage outside the process can be away: a node updates an in-process
         # backend's rooms at once (update_room_now), which nothing refuses. The embedded
-        # backend is taken for an outside one here, so that the node awaits update_room.
+        # backend is taken for an outside one here, so that the node awaits its update.
         monkeypatch.setattr(backend, "in_process", False)
         ack = await fast.move("d")  # logged and acked; the room update is refused
         assert ack["rev"] == 1
