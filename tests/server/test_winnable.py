@@ -48,17 +48,26 @@ async def test_the_pool_hands_each_certified_deal_out_once(backend: Backend) -> 
 
 
 def test_certify_keeps_only_deals_the_solver_wins() -> None:
+    """A certified deal comes with a line that wins; a deal proved lost is never kept.
+
+    (Certifying and the solver here each have their own 1 s of CPU: a deal decided near
+    the end of that budget may be decided by one and not the other, so only answers
+    that are proofs are compared.)
+    """
     won = lost = 0
     for seed in range(1, 12):
         found = certify("canfield", seed, 1.0)
         outcome = solve_deal("canfield", seed, budget_s=1.0)
-        if outcome.verdict is Verdict.WINNABLE:
-            assert outcome.moves is not None and found is not None
-            line = [format_move(m) for m in outcome.moves]
-            assert found == (seed, len(line), " ".join(line))
-            assert replay("canfield", seed, found[2].split()).status.value == "won"
+        if found is not None:
+            assert found[0] == seed
+            line = found[2].split()
+            assert found[1] == len(line)
+            assert replay("canfield", seed, line).status.value == "won"
             won += 1
-        else:
+        if outcome.verdict is Verdict.WINNABLE:
+            assert outcome.moves is not None
+            assert replay("canfield", seed, [format_move(m) for m in outcome.moves]).status.value == "won"
+        if outcome.verdict is Verdict.NOT_WINNABLE:
             assert found is None
             lost += 1
     assert won and lost  # the sample has both kinds
