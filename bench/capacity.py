@@ -4,7 +4,8 @@ On this machine a node runs pinned to one core; ``solrace loadtest``'s bots (its
 the same bots, processes and per-second reports) run pinned to the other, with the
 bench's own process. Each *step* starts a fresh node and connects ``N`` players in rooms
 of 4 over a ramp (``--connect-rate`` players a second), lets the races settle
-(``--settle``), then measures a steady window of ``--window`` seconds: every bot makes a
+(``--settle`` seconds once every player is in, or once three ramps have passed), then
+measures a steady window of ``--window`` seconds: every bot makes a
 legal move every 2 s with +-50% jitter (a draw about half the time, 3% of its moves not
 legal, as a person misplays), its acks listing the legal moves. A step *holds* when,
 over its window, every player stayed connected, the move round trip's p99 was at most
@@ -429,8 +430,12 @@ async def pace_step(
     """A fresh node, ``players`` bots over the ramp, then the measured window."""
     step = Step(backend, players, loadavg=loadavg())
     ramp = max(2.0, players / args.connect_rate)
-    window_from = math.ceil(ramp + args.settle)
-    window_to = window_from + math.ceil(args.window)
+    # The window starts ``settle`` seconds after the last player is in (players still
+    # connecting are the ramp's pace, not the node's capacity), or at the latest once
+    # three ramps have passed: a step whose players never all connect does not hold.
+    ready_by = math.ceil(3 * ramp + args.settle)
+    window_from: int | None = None
+    window_to = ready_by + math.ceil(args.settle) + math.ceil(args.window)
     if redis is not None:
         redis.flush()
     rooms = math.ceil(players / ROOMS_OF) + 16
@@ -446,13 +451,13 @@ async def pace_step(
             url=f"ws://{HOST}:{node.port}/",
             players=players,
             pace_s=PACE_S,
-            duration_s=window_to + 1,
+            duration_s=window_to + 2,
             rooms_of=ROOMS_OF,
             ramp_s=ramp,
         )
         progress(
             f"  {backend} {players:,} players: ramp {ramp:.0f} s, settle, window "
-            f"{window_to - window_from} s (load average {step.loadavg})"
+            f"{math.ceil(args.window)} s (load average {step.loadavg})"
         )
         load = PaceLoad(test, args.processes)
         window = Report()
@@ -463,6 +468,11 @@ async def pace_step(
         async for report in load.ticks():
             tick += 1
             whole.add(report)
+            if window_from is None and (
+                (report.connected >= players and tick >= ramp) or tick >= ready_by
+            ):
+                window_from = tick + math.ceil(args.settle)
+                window_to = window_from + math.ceil(args.window)
             if tick == window_from:
                 t0 = time.perf_counter()
                 marks = (
@@ -471,7 +481,7 @@ async def pace_step(
                     cpu_s(redis.pid) if redis else 0.0,
                     harness.machine_busy_s(),
                 )
-            elif window_from < tick <= window_to:
+            elif window_from is not None and window_from < tick <= window_to:
                 window.add(report)
                 connected.append(report.connected)
                 if tick == window_to:
@@ -489,13 +499,16 @@ async def pace_step(
                     step.rss_kib = node.rss_kib()
                     if redis is not None:
                         step.redis_rss_kib = rss_kib(redis.pid)
+            within = window_from is not None and window_from < tick <= window_to
             if tick % 5 == 0 or tick == window_to:
                 figures = report.figures()
                 progress(
-                    f"    {tick:3d} s {'window' if window_from < tick <= window_to else '      '}"
+                    f"    {tick:3d} s {'window' if within else '      '}"
                     f" {report.connected:>7,} connected {figures['moves_per_s']:>8,.0f} moves/s"
                     f"  p99 {figures['p99_ms']:>7} ms  errors {dict(report.errors)}"
                 )
+            if window_from is not None and tick >= window_to:
+                break
         figures = window.figures()
         step.connected_min = min(connected) if connected else 0
         step.moves = window.moves

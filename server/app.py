@@ -336,7 +336,6 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    log.info("gc_tuned", thresholds=list(gc.get_threshold()), frozen=gc.get_freeze_count())
 
 
 async def run(config: ServerConfig) -> None:
@@ -355,6 +354,7 @@ async def run(config: ServerConfig) -> None:
             await server.close()
         raise
     tune_gc()
+    log.info("gc_tuned", thresholds=list(gc.get_threshold()), frozen=gc.get_freeze_count())
     print(f"solrace: open {page_url(config.host, server.port)} in a browser", file=sys.stderr)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
