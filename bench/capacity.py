@@ -473,6 +473,7 @@ async def pace_step(
             ):
                 window_from = tick + math.ceil(args.settle)
                 window_to = window_from + math.ceil(args.window)
+            within = window_from is not None and window_from < tick <= window_to
             if tick == window_from:
                 t0 = time.perf_counter()
                 marks = (
@@ -481,7 +482,7 @@ async def pace_step(
                     cpu_s(redis.pid) if redis else 0.0,
                     harness.machine_busy_s(),
                 )
-            elif window_from is not None and window_from < tick <= window_to:
+            elif within:
                 window.add(report)
                 connected.append(report.connected)
                 if tick == window_to:
@@ -499,7 +500,6 @@ async def pace_step(
                     step.rss_kib = node.rss_kib()
                     if redis is not None:
                         step.redis_rss_kib = rss_kib(redis.pid)
-            within = window_from is not None and window_from < tick <= window_to
             if tick % 5 == 0 or tick == window_to:
                 figures = report.figures()
                 progress(

@@ -600,9 +600,10 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         """
         remembered = self._records.get(code)
         for _ in range(self.max_update_attempts):
-            if remembered is not None:
-                read: tuple[bytes, Room] | None = remembered
-            else:
+            read: tuple[bytes, Room] | None = remembered
+            trusted = read is None  # read now, not remembered
+            remembered = None  # a second try reads the record
+            if read is None:
                 read = await self._read_room(code) if self._known(code) else None
             if read is None:
                 raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room {code!r}")
@@ -610,16 +611,13 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             try:
                 outcome = change(room)
             except ProtocolError:
-                if remembered is None:
+                if trusted:
                     raise
-                remembered = None
                 continue
             if outcome.room is room:
-                if remembered is None:
+                if trusted:
                     return outcome, False
-                remembered = None
                 continue
-            remembered = None
             record = b"" if outcome.room is None else _pack(outcome.room.to_dict())
             keys = [self._room_key(code, "room")]
             args: list[Any] = [version, record, self.room_ttl_ms]
@@ -639,7 +637,6 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                 after = None if outcome.room is None else (b"%d" % (int(version) + 1), outcome.room)
                 self._remember(code, after)
                 return outcome, published
-            self._records.pop(code, None)
         raise BackendUnavailable(f"redis: room {code} changed too often to update")
 
     async def drop_room_logs(self, code: str) -> None:
