@@ -627,3 +627,22 @@ async def test_appends_go_on_after_redis_forgets_its_scripts(
     await backend.append_move(CODE, 1, "p0", 1, "u", 7)
     assert await backend.read_timed_moves(CODE, 1, "p0") == [("d", 5), ("u", 7)]
     assert await backend.read_timed_moves(CODE, 1, "p2") == [("d", 6)]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_the_records_a_node_remembers_are_bounded(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from solrace.server.backends import redis as redis_backend
+
+    assert isinstance(backend, RedisBackend)
+    monkeypatch.setattr(redis_backend, "ROOM_RECORDS_KEPT", 3)
+    codes = [f"ROOM{n:04d}" for n in range(8)]
+    for code in codes:
+        await backend.create_room(new_room(code))
+        await backend.update_room(code, joining("bob"))
+    assert list(backend._records) == codes[-3:]  # the latest, the oldest forgotten
+    # A forgotten room is read again, and updated as before.
+    outcome = await backend.update_room(codes[0], joining("carol"))
+    assert outcome.room is not None and "carol" in outcome.room.members
+    assert list(backend._records) == [*codes[-2:], codes[0]]
