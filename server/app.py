@@ -115,7 +115,7 @@ def make_backend(config: ServerConfig) -> Backend:
             room_ttl=config.redis_room_ttl_s,
         )
         return backend
-    return EmbeddedBackend(config.data_dir)
+    return EmbeddedBackend(config.data_dir, commit_window_s=config.commit_window_s)
 
 
 def _select_subprotocol(
@@ -147,7 +147,7 @@ class SolraceServer:
         self._connection = Connection.configured(
             max_size=config.limits.max_frame_bytes,
             max_buffer=config.max_write_buffer,
-            cork=Cork(),
+            cork=Cork(node.backend.commit_due_in),
             before_write=node.backend.flush_writes,
         )
 

@@ -24,8 +24,9 @@ __all__ = ["config_from_args", "masked_url", "register"]
 #: The protocol limits that are ``serve`` flags (``--`` and the name with dashes): the
 #: message rate of an identity.
 LIMIT_FLAGS = ("messages_per_second", "burst")
-#: The node's own limits that are ``serve`` flags: each one's metavar and least value.
-NODE_FLAGS = {
+#: The node's own limits that are ``serve`` flags: each one's metavar and least value
+#: (and greatest, where one is given).
+NODE_FLAGS: dict[str, tuple[str, float] | tuple[str, float, float]] = {
     "max_rooms_per_node": ("N", 1),
     "max_write_buffer": ("BYTES", 1),
     "daily_flag_median_ms": ("MS", 0),
@@ -34,11 +35,15 @@ NODE_FLAGS = {
     "deal_pool_size": ("N", 0),
     "solver_budget_s": ("S", 0.01),
     "solver_workers": ("N", 1),
+    "commit_window_s": ("S", 0, 1),
 }
 
 
-def _at_least(kind: type[Any], least: float, *, above: bool = False) -> Callable[[str], Any]:
-    """An argparse type: a finite ``kind`` of at least ``least`` (over it, with ``above``)."""
+def _at_least(
+    kind: type[Any], least: float, *, above: bool = False, most: float = math.inf
+) -> Callable[[str], Any]:
+    """An argparse type: a finite ``kind`` of at least ``least`` (over it, with ``above``),
+    and at most ``most``."""
 
     def parse(text: str) -> Any:
         try:
@@ -51,6 +56,8 @@ def _at_least(kind: type[Any], least: float, *, above: bool = False) -> Callable
             raise argparse.ArgumentTypeError(
                 f"{'more than' if above else 'at least'} {least:g} is wanted, not {text}"
             )
+        if value > most:
+            raise argparse.ArgumentTypeError(f"at most {most:g} is wanted, not {text}")
         return value
 
     parse.__name__ = kind.__name__
@@ -197,12 +204,12 @@ def _node_limits(parser: argparse.ArgumentParser) -> None:
     defaults = ServerConfig()
     docs = field_docs(ServerConfig)
     group = parser.add_argument_group("Node limits")
-    for name, (metavar, least) in NODE_FLAGS.items():
+    for name, (metavar, least, *most) in NODE_FLAGS.items():
         default = getattr(defaults, name)
         group.add_argument(
             "--" + name.replace("_", "-"),
             dest=name,
-            type=_at_least(type(default), least),
+            type=_at_least(type(default), least, most=most[0] if most else math.inf),
             default=default,
             metavar=metavar,
             help=f"{docs[name].replace('``', '')} ({default})",

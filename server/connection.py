@@ -92,11 +92,14 @@ class Cork:
     of the event loop's next pass, after every callback of this one: a connection that
     gets an ack and a room event in one pass then costs one write to the socket instead
     of two. Anything else sent on the connection (a reply, a pong, a close) sends the
-    queued frames first.
+    queued frames first. While ``hold()`` says that the backend's open group of writes
+    is due later (seconds), the frames wait for it, so that one commit serves the moves
+    of many passes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, hold: Callable[[], float] = lambda: 0.0) -> None:
         self.pending: list[Connection] = []
+        self.hold = hold
 
     def add(self, connection: Connection) -> None:
         """Send ``connection``'s pushed frames at the start of the loop's next pass."""
@@ -106,6 +109,12 @@ class Cork:
 
     def flush(self) -> None:
         """Send the pushed frames of every connection waiting for it."""
+        if not self.pending:
+            return
+        wait = self.hold()
+        if wait > 0:
+            asyncio.get_running_loop().call_later(wait, self.flush)
+            return
         pending, self.pending = self.pending, []
         for connection in pending:
             if connection.corked:

@@ -95,9 +95,18 @@ class Backend(ABC):
         """Make durable every write taken so far; called before any frame leaves the node.
 
         A backend that commits writes in groups (the embedded one: one transaction per
-        event-loop pass) commits the open group here, so that no ack, snapshot or event
+        commit window) commits the open group here, so that no ack, snapshot or event
         ever reaches a client before what it tells of is on disk. Others do nothing.
         """
+
+    def commit_due_in(self) -> float:
+        """Seconds until the open group of writes is committed (0: none waits for it).
+
+        The server holds the frames it pushes (acks, room events) until then, so that
+        one commit serves every move of the group; a backend that does not commit in
+        groups never holds them.
+        """
+        return 0.0
 
     def set_failure_handler(self, handler: Callable[[BaseException], None] | None) -> None:  # noqa: B027
         """Be told if writes already taken are lost (a backend that commits in groups); the

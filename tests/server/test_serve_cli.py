@@ -164,6 +164,7 @@ def test_without_flags_a_node_runs_with_every_default() -> None:
         ("--deal-pool-size", "3", lambda c: c.deal_pool_size),
         ("--solver-budget-s", "0.5", lambda c: c.solver_budget_s),
         ("--solver-workers", "2", lambda c: c.solver_workers),
+        ("--commit-window-s", "0.02", lambda c: c.commit_window_s),
         ("--budget-room-share-per-address", "0.5", lambda c: c.budgets.room_share_per_address),
     ],
 )
@@ -186,6 +187,8 @@ def test_each_limit_flag_reaches_the_node_config(
         ("--daily-flag-median-ms", "-1", "at least 0 is wanted, not -1"),
         ("--budget-rooms-per-hour", "-1", "at least 0 is wanted, not -1"),
         ("--messages-per-second", "inf", "more than 0 is wanted, not inf"),
+        ("--commit-window-s", "-0.1", "at least 0 is wanted, not -0.1"),
+        ("--commit-window-s", "2", "at most 1 is wanted, not 2"),
     ],
 )
 def test_a_limit_flag_out_of_range_is_refused_with_the_flag_named(

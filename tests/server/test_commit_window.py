@@ -1,0 +1,89 @@
+"""Embedded backend: the moves of many passes share one commit (``commit_window_s``), and
+no ack leaves before the commit that holds its move."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import msgpack
+import pytest
+from conftest import TIMEOUT, ServerFactory
+from e2e_support import RawClient
+
+from solrace.server.backends.embedded import EmbeddedBackend
+
+EMBEDDED = pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+
+PLAYERS = 4
+
+
+def logged_moves(data_dir: Path) -> int:
+    """Moves the SQLite file holds in its journal, read by a connection of its own."""
+    db = sqlite3.connect(data_dir / "solrace.sqlite3")
+    try:
+        rows = db.execute("SELECT moves FROM journal").fetchall()
+    finally:
+        db.close()
+    return sum(len(msgpack.unpackb(row[0])) for row in rows)
+
+
+async def solo_racer(url: str, name: str) -> RawClient:
+    client = await RawClient.open(url, name=name)
+    room = await client.request({"type": "create_room", "variant": "canfield", "countdown": 0})
+    assert room["type"] == "room", room
+    await client.request({"type": "start"})
+    await client.recv(lambda f: f["type"] == "race_started")
+    return client
+
+
+@EMBEDDED
+async def test_moves_of_several_passes_share_one_commit_and_wait_for_it(
+    start_server: ServerFactory,
+) -> None:
+    window = 0.5
+    running = await start_server(commit_window_s=window)
+    backend = running.server.node.backend
+    assert isinstance(backend, EmbeddedBackend)
+    data_dir = running.config.data_dir
+    async with asyncio.timeout(TIMEOUT):
+        racers = [await solo_racer(running.url, f"p{n}") for n in range(PLAYERS)]
+        await asyncio.sleep(window * 2)  # the set-up's own writes are committed
+        before = backend.commits
+        on_disk = logged_moves(data_dir)
+        for n, racer in enumerate(racers):
+            await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
+            await asyncio.sleep(0.02)  # each move in a pass of its own
+        # Nothing is committed, so nothing is acked, until the window is over.
+        assert backend.commits == before
+        assert logged_moves(data_dir) == on_disk
+        acks = [await r.recv(lambda f: f["type"] in ("ack", "error")) for r in racers]
+        assert [a["type"] for a in acks] == ["ack"] * PLAYERS, acks
+        # One commit held the four moves, and the first ack came after it.
+        assert backend.commits == before + 1
+        assert logged_moves(data_dir) == on_disk + PLAYERS
+        for racer in racers:
+            await racer.close()
+
+
+@EMBEDDED
+async def test_a_window_of_zero_commits_every_pass(start_server: ServerFactory) -> None:
+    running = await start_server(commit_window_s=0.0)
+    backend = running.server.node.backend
+    assert isinstance(backend, EmbeddedBackend)
+    async with asyncio.timeout(TIMEOUT):
+        racers = [await solo_racer(running.url, f"p{n}") for n in range(2)]
+        before = backend.commits
+        for n, racer in enumerate(racers):
+            await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
+            ack = await racer.recv(lambda f: f["type"] in ("ack", "error"))
+            assert ack["type"] == "ack", ack
+        assert backend.commits == before + 2
+        for racer in racers:
+            await racer.close()
+
+
+def test_a_window_out_of_range_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="commit_window_s"):
+        EmbeddedBackend(tmp_path, commit_window_s=1.5)
