@@ -77,6 +77,8 @@ DEFAULT_MAX_NODES: Final = 200_000
 DEFAULT_BUDGET_S: Final = 1.0
 # The clock is read once per this many states.
 _CLOCK_EVERY: Final = 64
+# The share of the budget (time or states) a model's probe for a win may take first.
+_PROBE_SHARE: Final = 0.25
 
 T, F, R, W = PileKind.TABLEAU, PileKind.FOUNDATION, PileKind.RESERVE, PileKind.WASTE
 TO_FOUNDATION: Final = -2
@@ -99,6 +101,11 @@ class Model(Protocol):
     def won(self, state: Any) -> bool: ...
 
     def expand(self, state: Any) -> Sequence[tuple[tuple[Action, ...], Any, Hashable]]: ...
+
+
+# A model may also offer ``probe(max_nodes, deadline) -> (actions or None, states expanded)``:
+# a look for a win in an order of its own, within a share of the budget, before the
+# depth-first search; it never decides that no win exists.
 
 
 MODELS: Final[dict[str, Callable[[Game], Model]]] = {
@@ -157,11 +164,19 @@ def _search(
     root = model.root
     if model.won(root):
         return list(model.root_actions), 0, False
+    probed = 0
+    probe = getattr(model, "probe", None)
+    if probe is not None:
+        share = None if max_nodes is None else int(max_nodes * _PROBE_SHARE)
+        until = None if budget_s is None else clock() + budget_s * _PROBE_SHARE
+        line, probed = probe(share, until)
+        if line is not None:
+            return line, probed, False
     won = model.won
     expand = model.expand
     fresh = model.table()
     fresh(model.key(root))
-    nodes = 1
+    nodes = 1 + probed
     stack: list[Sequence[tuple[tuple[Action, ...], Any, Hashable]]] = [expand(root)]
     index = [0]
     path: list[tuple[Action, ...]] = [model.root_actions]

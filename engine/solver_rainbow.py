@@ -52,10 +52,18 @@ empty pile takes the same cards in both, RC-15 and RC-16, with the reserve empty
 no later than in ``w``); and the stock is the same. ``w'`` ends won and is no longer than
 ``w`` (which banks ``c``), so from the new position a win is at least one move shorter
 than from ``S``, which makes taking the move alone sound for the search.
+
+Before the exhaustive search, :meth:`RainbowModel.probe` looks for a win best first
+(fewest cards in the waste and the reserve, most banked): winning lines keep the waste
+short, while the depth-first search, which draws first, spends its budget on positions
+with most of the stock in the waste. A line it finds is checked by the engine like any
+other (:func:`.solver.certificate`); it never decides that no win exists.
 """
 
 from __future__ import annotations
 
+import heapq
+import time
 from collections.abc import Callable
 from typing import Final
 
@@ -80,6 +88,12 @@ _FITS: Final[tuple[tuple[bool, ...], ...]] = tuple(
 _BELOW: Final[tuple[tuple[int, ...], ...]] = tuple(
     tuple(s * 13 + (RANK[c] - 2) % 13 for s in range(4)) for c in range(52)
 )
+
+
+def _score(state: State) -> int:
+    """The probe's order, lowest first: a short waste and reserve, many cards banked."""
+    _, found, rc, _, waste = state
+    return 15 * len(waste) + 2 * rc - 10 * sum(found)
 
 
 class RainbowModel:
@@ -125,6 +139,49 @@ class RainbowModel:
             return True
 
         return fresh
+
+    def probe(
+        self, max_nodes: int | None, deadline: float | None
+    ) -> tuple[list[Action] | None, int]:
+        """A best-first look for a win: (the winning actions or None, states expanded).
+
+        It expands states by their score (cards banked, less the waste and the reserve
+        left; :func:`_score`), stopping at ``max_nodes`` states or when the process's CPU
+        clock passes ``deadline``, and never decides that no win exists: the depth-first
+        search that follows it (:mod:`.solver`) does that.
+        """
+        root = self.root
+        if self.won(root):
+            return list(self.root_actions), 0
+        clock = time.process_time
+        expand = self.expand
+        won = self.won
+        parent: dict[bytes, tuple[bytes, tuple[Action, ...]]] = {}
+        root_key = self.key(root)
+        parent[root_key] = (b"", self.root_actions)
+        heap: list[tuple[int, int, bytes, State]] = [(0, 0, root_key, root)]
+        count = 0
+        nodes = 0
+        while heap:
+            if nodes == max_nodes:
+                break
+            nodes += 1
+            if deadline is not None and nodes % 64 == 0 and clock() > deadline:
+                break
+            _, _, at, state = heapq.heappop(heap)
+            for actions, child, key in expand(state):
+                if key in parent:
+                    continue
+                parent[key] = (at, actions)
+                if won(child):
+                    line: list[tuple[Action, ...]] = []
+                    while key:
+                        key, step = parent[key]
+                        line.append(step)
+                    return [a for step in reversed(line) for a in step], nodes
+                count -= 1
+                heapq.heappush(heap, (_score(child), count, key, child))
+        return None, nodes
 
     @staticmethod
     def won(state: State) -> bool:
