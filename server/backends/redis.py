@@ -63,6 +63,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import parse_url
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.commands.core import AsyncScript
 from redis.exceptions import (
     ClusterError,
     MovedError,
@@ -213,8 +214,8 @@ return nil
 """
 
 
-_Append = tuple[list[str], list[Any], "asyncio.Future[int]"]
-"""A move's append waiting for its pass's round trip: keys, args, and its answer."""
+_Call = tuple["AsyncScript", list[str], list[Any], "asyncio.Future[Any]"]
+"""A script call waiting for its pass's round trip: the script, keys, args, its answer."""
 
 
 def _pack(data: Any) -> bytes:
@@ -359,10 +360,12 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._append_move = self._redis.register_script(_APPEND_MOVE)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
         self._records: dict[str, tuple[bytes, Room]] = {}  # code: (version, record)
-        self._appends: list[_Append] = []  # asked for in this pass, not yet sent
+        self._calls: list[_Call] = []  # asked for in this pass, not yet sent
         self._sending: set[asyncio.Task[None]] = set()
         self.append_round_trips = 0
         """How many round trips the appends took (a pass's appends share one)."""
+        self.batched_round_trips = 0
+        """How many round trips the batched script calls took (appends and swaps)."""
         self._spend = self._redis.register_script(_SPEND)
         self._secret = b""
         self._handlers: dict[bytes, tuple[str, EventHandler]] = {}
@@ -579,9 +582,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     async def update_room(self, code: str, change: RoomUpdate) -> Outcome:
         return (await self._update_room(code, change, publish=False))[0]
 
-    async def update_room_publishing(
-        self, code: str, change: RoomUpdate
-    ) -> tuple[Outcome, bool]:
+    async def update_room_publishing(self, code: str, change: RoomUpdate) -> tuple[Outcome, bool]:
         """:meth:`update_room`; an outcome whose events are all progress reports has them
         published by the same script call that swaps the record (one round trip)."""
         return await self._update_room(code, change, publish=True)
@@ -630,9 +631,9 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                 if published:
                     keys.append(self._channel(code).decode())
                     args.extend(_pack(event.to_wire()) for event in outcome.events)
-                    swapped = await self._swap_room_publish(keys=keys, args=args)
+                    swapped = await self._batched(self._swap_room_publish, keys, args)
                 else:
-                    swapped = await self._swap_room(keys=keys, args=args)
+                    swapped = await self._batched(self._swap_room, keys, args)
             if swapped:
                 after = None if outcome.room is None else (b"%d" % (int(version) + 1), outcome.room)
                 self._remember(code, after)
@@ -684,72 +685,87 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         """XADD move number ``rev``, refusing a gap or a rewrite (the same move again is kept).
 
         The appends asked for in one pass of the event loop go to Redis together, in one
-        round trip (a pipeline of the script's calls; on a cluster, one call each, sent
-        at once); each waits for its own answer before it returns.
+        round trip with the pass's other script calls (:meth:`_batched`); each waits for
+        its own answer before it returns.
         """
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[int] = loop.create_future()
         keys = [self._log_key(code, race, player_id), self._room_key(code, "logs")]
-        self._appends.append((keys, [rev, rev + 1, move, self.room_ttl_ms, at_ms], answer))
-        if len(self._appends) == 1:
-            loop.call_soon(self._send_appends)
-        length = await answer
+        args = [rev, rev + 1, move, self.room_ttl_ms, at_ms]
+        with self._guard():
+            length = int(await self._batched(self._append_move, keys, args))
         if length >= 0:
             raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
 
-    def _send_appends(self) -> None:
-        batch, self._appends = self._appends, []
-        task = asyncio.ensure_future(self._run_appends(batch))
+    def _batched(
+        self, script: AsyncScript, keys: list[str], args: list[Any]
+    ) -> asyncio.Future[Any]:
+        """A script call sent with the others asked for in this pass of the event loop.
+
+        A pass's calls (moves' appends, the swaps of rooms' records that report their
+        standings) go in one round trip: a pipeline of EVALSHA calls on one Redis, or on
+        a cluster one call each, sent at once. Each call gets its own answer, or its own
+        error (a connection error as redis-py raises it).
+        """
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Any] = loop.create_future()
+        self._calls.append((script, keys, args, answer))
+        if len(self._calls) == 1:
+            loop.call_soon(self._send_calls)
+        return answer
+
+    def _send_calls(self) -> None:
+        batch, self._calls = self._calls, []
+        task = asyncio.ensure_future(self._run_calls(batch))
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
-    async def _run_appends(self, batch: list[_Append]) -> None:
-        """One round trip for the pass's appends; each answer to its own caller."""
-        self.append_round_trips += 1
+    async def _run_calls(self, batch: list[_Call]) -> None:
+        """One round trip for the pass's calls; each answer to its own caller."""
+        self.batched_round_trips += 1
+        if any(script is self._append_move for script, *_ in batch):
+            self.append_round_trips += 1
         try:
-            with self._guard():
-                if isinstance(self._redis, RedisCluster):
-                    answers: list[Any] = await asyncio.gather(
-                        *(self._append_move(keys=keys, args=args) for keys, args, _ in batch),
-                        return_exceptions=True,
-                    )
-                else:
-                    answers = await self._pipelined_appends(batch)
+            if isinstance(self._redis, RedisCluster):
+                answers: list[Any] = await asyncio.gather(
+                    *(script(keys=keys, args=args) for script, keys, args, _ in batch),
+                    return_exceptions=True,
+                )
+            else:
+                answers = await self._pipelined(batch)
         except BaseException as error:
-            for _, _, answer in batch:
+            for *_, answer in batch:
                 if not answer.done():
                     answer.set_exception(
-                        error if isinstance(error, Exception) else BackendUnavailable(str(error))
+                        error
+                        if isinstance(error, Exception)
+                        else BackendUnavailable(f"redis: {error!r}")
                     )
             if not isinstance(error, Exception):
                 raise
             return
-        for (_, _, answer), result in zip(batch, answers, strict=True):
+        for (*_, answer), result in zip(batch, answers, strict=True):
             if answer.done():
                 continue
-            if isinstance(result, UNAVAILABLE_ERRORS):
-                answer.set_exception(BackendUnavailable(f"redis: {result}"))
-            elif isinstance(result, BaseException):
+            if isinstance(result, BaseException):
                 answer.set_exception(result)
             else:
-                answer.set_result(int(result))
+                answer.set_result(result)
 
-    async def _pipelined_appends(self, batch: list[_Append], *, load: bool = True) -> list[Any]:
+    async def _pipelined(self, batch: list[_Call], *, load: bool = True) -> list[Any]:
         """The batch's script calls in one pipeline, by EVALSHA alone.
 
         (redis-py's scripts in a pipeline first ask SCRIPT EXISTS, a second round trip
-        for every batch.) Where Redis does not know the script (restarted, or its
-        scripts flushed), it is loaded and the calls it refused are sent again.
+        for every batch.) Where Redis does not know a script (restarted, or its scripts
+        flushed), it is loaded and the calls it refused are sent again.
         """
-        script = self._append_move
         async with self._redis.pipeline(transaction=False) as pipe:
-            for keys, args, _ in batch:
+            for script, keys, args, _ in batch:
                 pipe.evalsha(script.sha, len(keys), *keys, *args)
             answers: list[Any] = await pipe.execute(raise_on_error=False)
         refused = [i for i, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
         if refused and load:
-            script.sha = await self._redis.script_load(script.script)
-            again = await self._pipelined_appends([batch[i] for i in refused], load=False)
+            for script in {id(batch[i][0]): batch[i][0] for i in refused}.values():
+                script.sha = await self._redis.script_load(script.script)
+            again = await self._pipelined([batch[i] for i in refused], load=False)
             for i, answer in zip(refused, again, strict=True):
                 answers[i] = answer
         return answers

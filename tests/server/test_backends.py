@@ -513,6 +513,34 @@ async def test_the_appends_of_one_pass_go_to_redis_in_one_round_trip(backend: Ba
     assert backend.append_round_trips == before + 2
 
 
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_the_swaps_and_appends_of_one_pass_share_one_round_trip(
+    backend: Backend, peer: Backend
+) -> None:
+    """Rooms' record swaps (reports of standings) go with the pass's appends; each caller
+    still gets its own outcome, and a swap that lost to another node's write is tried
+    again on the record as it is."""
+    assert isinstance(backend, RedisBackend)
+    codes = [f"ROOM{n}AB" for n in range(2, 8)]
+    for code in codes:
+        await backend.create_room(new_room(code))
+        await backend.update_room(code, joining("dave"))  # remembered as written here
+    await peer.update_room(codes[0], joining("carol"))  # the first swap will lose
+    before = backend.batched_round_trips
+    results = await asyncio.gather(
+        *(backend.update_room_publishing(code, joining("bob")) for code in codes),
+        *(backend.append_move(code, 1, "alice", 0, "d", 5) for code in codes),
+    )
+    # One round trip for the pass, one more for the swap that lost (after its read).
+    assert backend.batched_round_trips == before + 2
+    for code, (outcome, _published) in zip(codes, results[: len(codes)], strict=True):
+        assert outcome.room is not None and "bob" in outcome.room.members
+        assert await peer.load_room(code) == outcome.room
+        assert await backend.read_moves(code, 1, "alice") == ["d"]
+    first = await peer.load_room(codes[0])
+    assert first is not None and list(first.members) == ["alice", "dave", "carol", "bob"]
+
+
 # -- the Redis node's round trips ------------------------------------------------------
 
 
