@@ -25,7 +25,9 @@ The search is a depth-first search over the model's states with one table of the
 seen (a state is expanded once, however it was reached, so the cycles of the rules, such
 as a card moved back and forth, end there). The table may also skip a state that one it
 recorded dominates: one whose shortest win is no longer (Canfield's waste, in its model).
-It tries moves best first. It is exhaustive: if it runs out of states without a win, no
+It tries moves best first. (A model may bring a search of its own: Rainbow
+Canfield's expands its states best first by a score, with the same table; the proof
+below holds for any order.) It is exhaustive: if it runs out of states without a win, no
 win exists (a "no win" verdict); the state graph of every game is finite. Proof of
 completeness: every successor of an expanded state is expanded, or skipped for a state
 recorded, hence expanded, whose shortest win is no longer. If a win were reachable from
@@ -77,8 +79,6 @@ DEFAULT_MAX_NODES: Final = 200_000
 DEFAULT_BUDGET_S: Final = 1.0
 # The clock is read once per this many states.
 _CLOCK_EVERY: Final = 64
-# The share of the budget (time or states) a model's probe for a win may take first.
-_PROBE_SHARE: Final = 0.25
 
 T, F, R, W = PileKind.TABLEAU, PileKind.FOUNDATION, PileKind.RESERVE, PileKind.WASTE
 TO_FOUNDATION: Final = -2
@@ -103,9 +103,10 @@ class Model(Protocol):
     def expand(self, state: Any) -> Sequence[tuple[tuple[Action, ...], Any, Hashable]]: ...
 
 
-# A model may also offer ``probe(max_nodes, deadline) -> (actions or None, states expanded)``:
-# a look for a win in an order of its own, within a share of the budget, before the
-# depth-first search; it never decides that no win exists.
+# A model may also offer a search of its own, used instead of the depth-first search below:
+# ``search(max_nodes, deadline) -> (winning actions or None, states expanded, exhausted)``,
+# with ``deadline`` on the process's CPU clock. It must keep the depth-first search's
+# guarantee (every successor of a state it expands is expanded or recorded as seen).
 
 
 MODELS: Final[dict[str, Callable[[Game], Model]]] = {
@@ -164,19 +165,15 @@ def _search(
     root = model.root
     if model.won(root):
         return list(model.root_actions), 0, False
-    probed = 0
-    probe = getattr(model, "probe", None)
-    if probe is not None:
-        share = None if max_nodes is None else int(max_nodes * _PROBE_SHARE)
-        until = None if budget_s is None else clock() + budget_s * _PROBE_SHARE
-        line, probed = probe(share, until)
-        if line is not None:
-            return line, probed, False
+    own = getattr(model, "search", None)
+    if own is not None:
+        result: tuple[list[Action] | None, int, bool] = own(max_nodes, deadline)
+        return result
     won = model.won
     expand = model.expand
     fresh = model.table()
     fresh(model.key(root))
-    nodes = 1 + probed
+    nodes = 1
     stack: list[Sequence[tuple[tuple[Action, ...], Any, Hashable]]] = [expand(root)]
     index = [0]
     path: list[tuple[Action, ...]] = [model.root_actions]

@@ -53,11 +53,13 @@ no later than in ``w``); and the stock is the same. ``w'`` ends won and is no lo
 ``w`` (which banks ``c``), so from the new position a win is at least one move shorter
 than from ``S``, which makes taking the move alone sound for the search.
 
-Before the exhaustive search, :meth:`RainbowModel.probe` looks for a win best first
-(fewest cards in the waste and the reserve, most banked): winning lines keep the waste
-short, while the depth-first search, which draws first, spends its budget on positions
-with most of the stock in the waste. A line it finds is checked by the engine like any
-other (:func:`.solver.certificate`); it never decides that no win exists.
+The search (:meth:`RainbowModel.search`) expands the states best first, by a score
+that favours a short waste and reserve and many cards banked (:func:`_score`): winning
+lines keep the waste short, while a depth-first search, which draws first, spends its
+budget on positions with most of the stock in the waste. It records every state it
+queues and expands each once, so when its queue runs out, no win exists, as with the
+depth-first search of :mod:`.solver`; a line it finds is checked by the engine like any
+other (:func:`.solver.certificate`).
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ _BELOW: Final[tuple[tuple[int, ...], ...]] = tuple(
 
 
 def _score(state: State) -> int:
-    """The probe's order, lowest first: a short waste and reserve, many cards banked."""
+    """The search's order, lowest first: a short waste and reserve, many cards banked."""
     _, found, rc, _, waste = state
     return 15 * len(waste) + 2 * rc - 10 * sum(found)
 
@@ -140,22 +142,24 @@ class RainbowModel:
 
         return fresh
 
-    def probe(
+    def search(
         self, max_nodes: int | None, deadline: float | None
-    ) -> tuple[list[Action] | None, int]:
-        """A best-first look for a win: (the winning actions or None, states expanded).
+    ) -> tuple[list[Action] | None, int, bool]:
+        """The search, best first: (the winning actions or None, states expanded, exhausted).
 
-        It expands states by their score (cards banked, less the waste and the reserve
-        left; :func:`_score`), stopping at ``max_nodes`` states or when the process's CPU
-        clock passes ``deadline``, and never decides that no win exists: the depth-first
-        search that follows it (:mod:`.solver`) does that.
+        It expands the states in the order of their score (:func:`_score`), each once (the
+        table of states seen holds every state it has queued), until a child is won, the
+        queue is empty (``exhausted``: every successor of every state expanded has been
+        expanded, so no win exists, as for the depth-first search of :mod:`.solver`), it
+        has expanded ``max_nodes`` states, or the process's CPU clock passes ``deadline``.
         """
         root = self.root
         if self.won(root):
-            return list(self.root_actions), 0
+            return list(self.root_actions), 0, False
         clock = time.process_time
         expand = self.expand
         won = self.won
+        # Each state queued or expanded: the state it came from and the actions to it.
         parent: dict[bytes, tuple[bytes, tuple[Action, ...]]] = {}
         root_key = self.key(root)
         parent[root_key] = (b"", self.root_actions)
@@ -164,10 +168,10 @@ class RainbowModel:
         nodes = 0
         while heap:
             if nodes == max_nodes:
-                break
+                return None, nodes, False
             nodes += 1
             if deadline is not None and nodes % 64 == 0 and clock() > deadline:
-                break
+                return None, nodes, False
             _, _, at, state = heapq.heappop(heap)
             for actions, child, key in expand(state):
                 if key in parent:
@@ -178,10 +182,10 @@ class RainbowModel:
                     while key:
                         key, step = parent[key]
                         line.append(step)
-                    return [a for step in reversed(line) for a in step], nodes
+                    return [a for step in reversed(line) for a in step], nodes, False
                 count -= 1
                 heapq.heappush(heap, (_score(child), count, key, child))
-        return None, nodes
+        return None, nodes, True
 
     @staticmethod
     def won(state: State) -> bool:
@@ -218,33 +222,38 @@ class RainbowModel:
         """Take the safe foundation moves (module docstring) until none is left."""
         piles, found, rc, sp, waste = state
         reserve = self.reserve
+        rel = self.rel
         safe = self._safe
         while True:
             for i, pile in enumerate(piles):
-                if pile and safe(pile[-1], found, piles):
+                if pile:
                     c = pile[-1]
-                    pl = list(piles)
-                    pl[i] = pile[:-1]
-                    piles = tuple(pl)
-                    break
+                    if found[SUIT[c]] == rel[c] and safe(c, found, piles):
+                        pl = list(piles)
+                        pl[i] = pile[:-1]
+                        piles = tuple(pl)
+                        break
             else:
-                if rc and safe(reserve[rc - 1], found, piles):
-                    c = reserve[rc - 1]
+                c = reserve[rc - 1] if rc else -1
+                if c >= 0 and found[SUIT[c]] == rel[c] and safe(c, found, piles):
                     rc -= 1
-                elif waste and safe(waste[-1], found, piles):
-                    c = waste[-1]
-                    waste = waste[:-1]
                 else:
-                    return piles, found, rc, sp, waste
+                    c = waste[-1] if waste else -1
+                    if c >= 0 and found[SUIT[c]] == rel[c] and safe(c, found, piles):
+                        waste = waste[:-1]
+                    else:
+                        return piles, found, rc, sp, waste
             f = list(found)
             f[SUIT[c]] += 1
             found = tuple(f)
             actions.append((c, 1, TO_FOUNDATION))
 
     def _child(self, out: list[Child], actions: tuple[Action, ...], state: State) -> None:
-        done = list(actions)
+        done: list[Action] = []
         state = self._settle(state, done)
-        out.append((tuple(done), state, self.key(state)))
+        if done:
+            actions = (*actions, *done)
+        out.append((actions, state, self.key(state)))
 
     def _play(
         self,

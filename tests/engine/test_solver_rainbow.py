@@ -13,10 +13,10 @@ RC = "rainbow-canfield"
 
 
 @pytest.mark.parametrize("seed", [10, 19, 29, 32, 34, 37])
-def test_the_probe_finds_wins_that_replay(seed: int) -> None:
+def test_the_best_first_search_finds_wins_that_replay(seed: int) -> None:
     game = new_game(RC, seed)
-    line, nodes = RainbowModel(game).probe(3_000, None)
-    assert line is not None and nodes <= 3_000
+    line, nodes, exhausted = RainbowModel(game).search(3_000, None)
+    assert line is not None and nodes <= 3_000 and not exhausted
     moves = certificate(game, line)  # raises unless the engine's moves win
     work = new_game(RC, seed)
     for move in moves:
@@ -24,10 +24,9 @@ def test_the_probe_finds_wins_that_replay(seed: int) -> None:
     assert work.status is Status.WON
 
 
-def test_the_probe_stops_at_its_share_and_the_search_goes_on() -> None:
+def test_the_search_stops_at_its_budget_of_states() -> None:
     game = new_game(RC, 0)
-    line, nodes = RainbowModel(game).probe(40, None)
-    assert line is None and nodes == 40
-    outcome = solve_position(game, budget_s=None, max_nodes=200)
-    assert outcome.verdict is not Verdict.NOT_WINNABLE
-    assert outcome.nodes <= 200
+    line, nodes, exhausted = RainbowModel(game).search(40, None)
+    assert line is None and nodes == 40 and not exhausted
+    outcome = solve_position(game, budget_s=None, max_nodes=40)
+    assert outcome.verdict is Verdict.UNKNOWN and outcome.nodes == 40
