@@ -787,14 +787,15 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     # spectator boards -------------------------------------------------------------------
 
     async def save_boards(self, code: str, race: int, views: dict[str, dict[str, Any]]) -> None:
-        """HSET each player's latest board (with its race) in the room's boards hash."""
+        """HSET each player's latest board (with its race) in the room's boards hash (with
+        the pass's other script calls: the boards of 50 rooms, saved a pass, take one)."""
         if not views or not self._known(code):
             return
         args: list[Any] = [self.room_ttl_ms]
         for player_id, view in views.items():
             args += [player_id, _pack([race, view])]
         with self._guard():
-            await self._save_boards(keys=[self._room_key(code, "boards")], args=args)
+            await self._batched(self._save_boards, [self._room_key(code, "boards")], args)
 
     async def load_boards(self, code: str, race: int) -> dict[str, dict[str, Any]]:
         """The boards of the room's race."""
