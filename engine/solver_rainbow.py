@@ -64,6 +64,7 @@ other (:func:`.solver.certificate`).
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from collections.abc import Callable
@@ -86,6 +87,10 @@ DRAW_ACTION: Final = (-1, 0, 0)
 _FITS: Final[tuple[tuple[bool, ...], ...]] = tuple(
     tuple(RANK[c] % 13 + 1 == RANK[t] for t in range(52)) for c in range(52)
 )
+# The rank one above each card's (wrapping): the rank of the cards it may go on.
+_UP: Final[tuple[int, ...]] = tuple(RANK[c] % 13 + 1 for c in range(52))
+# The actions of k draws, by k.
+_DRAWS: Final[tuple[tuple[Action, ...], ...]] = tuple((DRAW_ACTION,) * k for k in range(53))
 # The four cards one rank below each card (wrapping): those that may go on it.
 _BELOW: Final[tuple[tuple[int, ...], ...]] = tuple(
     tuple(s * 13 + (RANK[c] - 2) % 13 for s in range(4)) for c in range(52)
@@ -153,9 +158,22 @@ class RainbowModel:
         expanded, so no win exists, as for the depth-first search of :mod:`.solver`), it
         has expanded ``max_nodes`` states, or the process's CPU clock passes ``deadline``.
         """
-        root = self.root
-        if self.won(root):
+        if self.won(self.root):
             return list(self.root_actions), 0, False
+        # The search makes millions of small tuples and no cycles: the cyclic collector
+        # would only rescan them (a third of the time on some deals).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._best_first(max_nodes, deadline)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _best_first(
+        self, max_nodes: int | None, deadline: float | None
+    ) -> tuple[list[Action] | None, int, bool]:
+        root = self.root
         clock = time.process_time
         expand = self.expand
         won = self.won
@@ -170,7 +188,7 @@ class RainbowModel:
             if nodes == max_nodes:
                 return None, nodes, False
             nodes += 1
-            if deadline is not None and nodes % 64 == 0 and clock() > deadline:
+            if deadline is not None and nodes % 8 == 0 and clock() > deadline:
                 return None, nodes, False
             _, _, at, state = heapq.heappop(heap)
             for actions, child, key in expand(state):
@@ -356,8 +374,14 @@ class RainbowModel:
         if waste:
             self._play(out, waste[-1], (), piles, found, rc, sp, waste[:-1])
         stock = self.stock
-        draws: tuple[Action, ...] = ()
+        # The ranks a card drawn may go on (one rank above it), to pass over at once the
+        # cards that have nowhere to go.
+        above = {RANK[p[-1]] for p in piles if p}
+        anywhere = not rc and not all(piles)
+        draws = _DRAWS
+        play = self._play
         for q in range(sp, len(stock)):
-            draws += (DRAW_ACTION,)
-            self._play(out, stock[q], draws, piles, found, rc, q + 1, waste + stock[sp:q])
+            c = stock[q]
+            if anywhere or found[SUIT[c]] == rel[c] or _UP[c] in above:
+                play(out, c, draws[q + 1 - sp], piles, found, rc, q + 1, waste + stock[sp:q])
         return out
