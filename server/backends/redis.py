@@ -366,6 +366,8 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         """How many round trips the appends took (a pass's appends share one)."""
         self.batched_round_trips = 0
         """How many round trips the batched script calls took (appends and swaps)."""
+        self.swap_round_trips = 0
+        """How many of them carried swaps of rooms' records."""
         self._spend = self._redis.register_script(_SPEND)
         self._secret = b""
         self._handlers: dict[bytes, tuple[str, EventHandler]] = {}
@@ -721,8 +723,11 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     async def _run_calls(self, batch: list[_Call]) -> None:
         """One round trip for the pass's calls; each answer to its own caller."""
         self.batched_round_trips += 1
-        if any(script is self._append_move for script, *_ in batch):
+        scripts = {id(script) for script, *_ in batch}
+        if id(self._append_move) in scripts:
             self.append_round_trips += 1
+        if scripts & {id(self._swap_room), id(self._swap_room_publish)}:
+            self.swap_round_trips += 1
         try:
             if isinstance(self._redis, RedisCluster):
                 answers: list[Any] = await asyncio.gather(
