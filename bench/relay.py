@@ -47,6 +47,9 @@ for _path in (ROOT, BENCH):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+
+from capacity import harness  # noqa: E402  (bench/server.py: the websockets settings)
+
 HOST = "127.0.0.1"
 ROOMS_OF = 4
 ACK = b"A" * 96  # about a delta ack's size
@@ -77,7 +80,6 @@ async def _relay_server() -> None:
     from websockets.asyncio.server import broadcast, serve
     from websockets.exceptions import ConnectionClosed
 
-    from solrace.server import ServerConfig
     from solrace.server.app import tune_gc
 
     rooms: list[list[Any]] = []
@@ -96,16 +98,7 @@ async def _relay_server() -> None:
         finally:
             members.remove(ws)
 
-    defaults = ServerConfig()
-    server = await serve(
-        handler,
-        HOST,
-        0,
-        compression=None,
-        max_size=defaults.limits.max_frame_bytes,
-        max_queue=32,
-        ping_interval=defaults.ping_interval_s,
-    )
+    server = await serve(handler, HOST, 0, **harness.websockets_settings())
     tune_gc()
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -115,6 +115,19 @@ def raise_nofile() -> None:
 # -- the server process ----------------------------------------------------------------
 
 
+def websockets_settings() -> dict[str, Any]:
+    """``serve()`` settings as SolraceServer.start's, for a bare websockets server."""
+    from solrace.server import ServerConfig
+
+    defaults = ServerConfig()
+    return {
+        "compression": None,
+        "max_size": defaults.limits.max_frame_bytes,
+        "max_queue": 32,
+        "ping_interval": defaults.ping_interval_s,
+    }
+
+
 async def _echo(ws: Any) -> None:
     async for message in ws:
         await ws.send(message)
@@ -130,19 +143,9 @@ async def _serve(args: argparse.Namespace) -> None:
 
     kind, data_dir, profile_path = args.serve, args.data_dir, args.profile
     # Same websocket settings as SolraceServer.start, so only the application differs.
-    defaults = ServerConfig()
     close: Callable[[], Any]
     if kind == "echo":
-        server = await serve(
-            _echo,
-            HOST,
-            0,
-            compression=None,
-            max_size=defaults.limits.max_frame_bytes,
-            max_queue=32,
-            ping_interval=defaults.ping_interval_s,
-            server_header=kind,
-        )
+        server = await serve(_echo, HOST, 0, **websockets_settings(), server_header=kind)
         port = int(next(iter(server.sockets)).getsockname()[1])
 
         async def close() -> None:
