@@ -243,7 +243,9 @@ async def run(args: argparse.Namespace) -> str:
             results[kind].append(await measure(kind, args))
     relay_us = statistics.mean(r["us"] for r in results["relay"])
     solrace_us = statistics.mean(r["us"] for r in results["solrace"])
-    per_core = 1e6 / args.pace  # moves a second one player makes is 1 / pace
+    # A player makes 1 / pace moves a second, each costing ``us`` of CPU: one core (1e6 us
+    # a second) holds pace * 1e6 / us players at that cost.
+    per_core = args.pace * 1e6
     figures = {
         "relay_us_per_move": round(relay_us, 1),
         "solrace_us_per_move": round(solrace_us, 1),
