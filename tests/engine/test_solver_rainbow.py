@@ -4,9 +4,11 @@ and the plain search (``solrace.engine.solver_plain``)."""
 from __future__ import annotations
 
 import pytest
+from positions import RAINBOW_STUCK, build
 
 from solrace.engine import Status, new_game
 from solrace.engine.solver import Verdict, certificate, solve_position
+from solrace.engine.solver_plain import plain_search
 from solrace.engine.solver_rainbow import RainbowModel
 
 RC = "rainbow-canfield"
@@ -30,3 +32,13 @@ def test_the_search_stops_at_its_budget_of_states() -> None:
     assert line is None and nodes == 40 and not exhausted
     outcome = solve_position(game, budget_s=None, max_nodes=40)
     assert outcome.verdict is Verdict.UNKNOWN and outcome.nodes == 40
+
+
+def test_the_search_runs_out_of_positions_only_where_the_plain_search_finds_no_win() -> None:
+    game = build(RC, **RAINBOW_STUCK)  # type: ignore[arg-type]
+    assert plain_search(game, max_positions=5_000) is False
+    line, nodes, exhausted = RainbowModel(game).search(5_000, None)
+    assert line is None and exhausted and nodes < 5_000
+    # The same search on a deal it wins does not call it exhausted on the way.
+    line, _, exhausted = RainbowModel(new_game(RC, 10)).search(5_000, None)
+    assert line is not None and not exhausted
