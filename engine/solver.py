@@ -27,10 +27,16 @@ as a card moved back and forth, end there). The table may also skip a state that
 recorded dominates: one whose shortest win is no longer (Canfield's waste, in its model).
 It tries moves best first. (A model may bring a search of its own: Rainbow
 Canfield's expands its states best first by a score, with the same table; the proof
-below holds for any order.) It is exhaustive: if it runs out of states without a win, no
-win exists (a "no win" verdict); the state graph of every game is finite. Proof of
-completeness: every successor of an expanded state is expanded, or skipped for a state
-recorded, hence expanded, whose shortest win is no longer. If a win were reachable from
+below holds for any order.) A model may instead give each state a ``priority`` and the
+lengths of its ``dives``: the search then dives depth-first from the start for the first
+length, puts each state it records but has not expanded when a dive ends on a heap, and
+dives again, for the second length, from the heap's state of lowest priority (the latest
+put there among equals); Canfield's does. It is exhaustive: if it runs out of states
+without a win, no win exists (a "no win" verdict); the state graph of every game is
+finite. Proof of completeness: every state recorded is expanded before the search ends
+(in a dive, or once taken from the heap), and every successor of an expanded state is
+recorded, or skipped for a state recorded, hence expanded, whose shortest win is no
+longer. If a win were reachable from
 the start, take, among the expanded states from which a win is reachable, one whose
 shortest win is shortest; its first move leads to a state, after the safe moves, from
 which a win is shorter still, and that state, or one expanded whose win is no longer,
@@ -46,6 +52,7 @@ each with its own time budget, never on the caller's thread.
 from __future__ import annotations
 
 import copy
+import heapq
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -89,7 +96,8 @@ Action = tuple[int, int, int]
 
 
 class Model(Protocol):
-    """What the search needs of a game's model."""
+    """What the search needs of a game's model (it may also have ``search``, or
+    ``priority(state) -> int`` and ``dives: tuple[int, int]``: module docstring)."""
 
     root: Any
     root_actions: tuple[Action, ...]
@@ -158,7 +166,11 @@ class SearchResult:
 def _search(
     model: Model, max_nodes: int | None, budget_s: float | None
 ) -> tuple[list[Action] | None, int, bool]:
-    """Depth-first search of ``model``: (winning actions or None, states expanded, exhausted)."""
+    """Search ``model``: (winning actions or None, states expanded, exhausted).
+
+    Depth-first, unless the model has a ``priority``: then best-first with depth-first dives
+    (module docstring). A line is kept as a chain of links ``(parent link, actions)``.
+    """
     clock = time.process_time
     deadline = None if budget_s is None else clock() + budget_s
     limit = -1 if max_nodes is None else max_nodes
@@ -173,33 +185,55 @@ def _search(
     expand = model.expand
     fresh = model.table()
     fresh(model.key(root))
-    nodes = 1
-    stack: list[Sequence[tuple[tuple[Action, ...], Any, Hashable]]] = [expand(root)]
-    index = [0]
-    path: list[tuple[Action, ...]] = [model.root_actions]
-    while stack:
-        children = stack[-1]
-        i = index[-1]
-        if i == len(children):
-            stack.pop()
-            index.pop()
-            path.pop()
-            continue
-        index[-1] = i + 1
-        actions, child, key = children[i]
-        if not fresh(key):
-            continue
-        if won(child):
-            path.append(actions)
-            return [a for step in path for a in step], nodes, False
+    priority: Callable[[Any], int] | None = getattr(model, "priority", None)
+    dive, later = (-1, -1) if priority is None else getattr(model, "dives", (-1, -1))
+    heap: list[tuple[int, int, Any, Any]] = [(0, 0, root, (None, model.root_actions))]
+    order = 0
+    nodes = 0
+    while heap:
+        _, _, state, link = heapq.heappop(heap)
         if nodes == limit:
             return None, nodes, False
         nodes += 1
         if deadline is not None and nodes % _CLOCK_EVERY == 0 and clock() > deadline:
             return None, nodes, False
-        path.append(actions)
-        stack.append(expand(child))
-        index.append(0)
+        stack: list[Sequence[tuple[tuple[Action, ...], Any, Hashable]]] = [expand(state)]
+        index = [0]
+        links = [link]
+        left, dive = dive, later  # states this dive may still expand (-1: no end)
+        while stack:
+            children = stack[-1]
+            i = index[-1]
+            if i == len(children):
+                stack.pop()
+                index.pop()
+                links.pop()
+                continue
+            index[-1] = i + 1
+            actions, child, key = children[i]
+            if not fresh(key):
+                continue
+            link = (links[-1], actions)
+            if won(child):
+                steps = []
+                while link is not None:
+                    steps.append(link[1])
+                    link = link[0]
+                return [a for step in reversed(steps) for a in step], nodes, False
+            if left == 0:
+                assert priority is not None
+                order -= 1  # among equals, the latest first
+                heapq.heappush(heap, (priority(child), order, child, link))
+                continue
+            left -= 1
+            if nodes == limit:
+                return None, nodes, False
+            nodes += 1
+            if deadline is not None and nodes % _CLOCK_EVERY == 0 and clock() > deadline:
+                return None, nodes, False
+            stack.append(expand(child))
+            index.append(0)
+            links.append(link)
     return None, nodes, True
 
 
