@@ -74,20 +74,42 @@ among the expanded states with a win, take one whose shortest win is shortest an
 those, with the most cards on the foundations; if its best move was one left out, ``A``
 is a child of it with a win no longer and one card more banked.
 
-Dead positions, cut without a search: the start, or a child whose reserve has a new top
-card, when the reserve's top card ``X`` can never leave it. Suppose ``X`` never leaves. Then no pile ever empties (CF-13 would
-fill it with ``X``): bottom cards never move and are never banked, no card of the reserve
-moves, and any other card may be on the foundations, on the tableau, or in the stock and
-waste, which :func:`_reserve_stuck` takes to be reachable at any time. It works out, as
-least fixed points of rules that every line of play under that hypothesis obeys, the
-cards ever on the tableau (those on it, and any card not in the reserve that goes on one
-of them), the cards ever banked (in suit order; never a reserve card or a bottom card;
-a tableau card only once the card on it can get off it) and, for each card lying on
-another, whether it ever gets off it (moved, with the cards on it, onto another card ever
-on the tableau, or banked). ``X`` leaves only to its foundation, onto a card on the
-tableau, or into a pile that empties (its bottom card moved onto such a card, or banked);
-when none of these is possible by those estimates, no line ever empties the reserve, and
-the position has no win.
+Dead positions, cut without a search: a state that the move into it gave a new top card
+``X`` of the reserve (or the start), when ``X`` can never leave the reserve. Take any line
+of play from the state in which ``X`` leaves, and the first time ``t`` it does. Before ``t``
+no pile empties (CF-13 would fill it with ``X`` at once): bottom cards neither move nor go
+home, and no card of the reserve moves. :func:`_reserve_stuck` works out, as least fixed
+points of monotone rules, sets that hold every event of such a line before ``t``, by
+induction on time (each rule asks only for events earlier than the one it grants):
+
+- *placeable*, the cards that are at some time the top card of a pile: the tops now; a
+  tableau card once the card lying on it gets off it (nothing else uncovers it: a run
+  that moves keeps its order); a card on the foundations or in the waste and stock (at a
+  position that reaches the waste's top) once a card it goes on is placeable (with no
+  empty pile it can only arrive on a pile's top card, which is then one that goes under
+  it; a King never arrives). Never a card of the reserve.
+- *off*, for a tableau card lying on a card ``u``: it moves onto a placeable card it goes
+  on other than ``u``, or it goes home.
+- *bankable*, in suit order from the foundations' heights: a card of the waste and stock
+  at a position that reaches the waste's top; a tableau card but a bottom card, once it is
+  placeable (it goes home from a pile's top). Never a card of the reserve.
+- the positions of the waste and stock (``seq``, 0 the waste's bottom card) ever at the
+  waste's top, and those ever played (reaching the top, with a card that is bankable or
+  goes on a placeable card). A card comes to the top of the waste by a draw, or when the
+  next card left above it is played, which needs the next position played. Within the
+  current pass, a card played from the waste changes none of the cards that later draws
+  turn up (the waste's count and the positions above it both drop by one), so those are
+  the positions the model's waste moves reach now (``p``, ``p + 3``, …, and the cycle). After
+  a redeal, draws turn up the cards at positions 2, 5, 8, … counted among the cards left,
+  and the last card: a card at ``j`` below which ``r`` cards were played is at ``j - r``, so
+  it comes up only if ``(j + 1) mod 3`` is at most the number of positions below ``j`` ever
+  played, or every position above ``j`` is played.
+
+``X`` leaves at ``t`` only to its foundation (the card below it in its suit bankable), onto
+a placeable card, or into a pile that empties at ``t``: its bottom card goes onto a
+placeable card, or goes home (the card below it in its suit bankable, and the bottom card
+at the top: the pile is that card alone, or its second card gets off). When none of these
+holds, no line ever empties the reserve, and the state has no win.
 """
 
 from __future__ import annotations
@@ -100,7 +122,10 @@ from .game import Game
 
 __all__ = ["CanfieldModel"]
 
-State = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int]
+Pos = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int]
+# A position and whether the move to it turned up a new top card of the reserve (or it
+# is the start): then its reserve is checked (:func:`_reserve_stuck`) before its moves.
+State = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int, bool]
 Action = tuple[int, int, int]
 Key = tuple[bytes, int]
 Child = tuple[tuple[Action, ...], State, Key]
@@ -173,80 +198,111 @@ _ABOVE: Final[tuple[tuple[int, ...], ...]] = tuple(
 )
 
 
-def _reserve_stuck(piles: tuple[bytes, ...], found: tuple[int, ...], reserve: bytes) -> bool:
+_RANKS: Final = (1 << 13) - 1
+_ACES: Final = 1 | 1 << 13 | 1 << 26 | 1 << 39
+_KINGS: Final = _ACES << 12
+# By card, the cards it goes on, as a set of bits (card ``c`` is bit ``c``).
+_ABOVE_BITS: Final[tuple[int, ...]] = tuple(sum(1 << a for a in _ABOVE[c]) for c in range(52))
+# By suit and height, the cards of that suit below that height.
+_BANKED: Final[tuple[tuple[int, ...], ...]] = tuple(
+    tuple(((1 << h) - 1) << (13 * s) for h in range(14)) for s in range(4)
+)
+# The positions of the waste and stock (0 the waste's bottom card) by their remainder mod 3.
+_MOD3: Final[tuple[int, ...]] = tuple(sum(1 << j for j in range(k, 60, 3)) for k in range(3))
+
+
+def _fits_any(cards: int) -> int:
+    """The cards that go on some card of ``cards`` (one rank below, the other colour)."""
+    red = ((cards >> 13 | cards >> 26) & _RANKS) >> 1
+    black = ((cards | cards >> 39) & _RANKS) >> 1
+    return red | red << 39 | black << 13 | black << 26
+
+
+def _reserve_stuck(
+    piles: tuple[bytes, ...], found: tuple[int, ...], reserve: bytes, seq: bytes, p: int
+) -> bool:
     """Whether the top card of ``reserve`` (not empty) can never leave it.
 
     Everything is worked out under the hypothesis that it never leaves, and the answer is
-    True when no way for it to leave is left (module docstring): ``on_tab`` over-estimates
-    the cards that are ever on the tableau, ``bankable`` those ever banked, ``off[c]``
-    whether tableau card ``c`` ever gets off the card it lies on.
+    True when no way for it to leave is left (module docstring). Sets of cards are bits:
+    ``placeable``, the cards ever at the top of a pile; ``bankable``, those ever banked;
+    ``off``, the tableau cards that ever get off the card they lie on. ``acc`` and ``rem``
+    are sets of positions in ``seq``: those ever at the waste's top, those ever played.
     """
     if not all(piles):
         return False  # an empty pile takes the reserve's top card
-    locked = set(reserve)
-    on_tab = [False] * 52
-    bottoms = set()
+    placeable = on_tab = bottoms = 0
+    inner: list[tuple[int, int, int]] = []  # (card, the cards it may go on, the card under it)
     for pile in piles:
-        bottoms.add(pile[0])
-        for c in pile:
-            on_tab[c] = True
-    for rank in range(12, 0, -1):  # from Queens down: a card goes on one a rank above
-        for s in range(4):
-            c = s * 13 + rank - 1
-            if not on_tab[c] and c not in locked and any(on_tab[a] for a in _ABOVE[c]):
-                on_tab[c] = True
-
-    def fits(c: int, under: int) -> bool:
-        """Whether ``c`` (with whatever lies on it) may ever move onto a card but ``under``."""
-        return any(on_tab[a] and a != under for a in _ABOVE[c])
-
-    bankable = [False] * 52
-    for s in range(4):
-        for r in range(found[s]):
-            bankable[s * 13 + r] = True
-    upper: dict[int, int] = {}
-    lower: dict[int, int] = {}
-    for pile in piles:
-        for k in range(len(pile) - 1):
-            upper[pile[k]] = pile[k + 1]
-            lower[pile[k + 1]] = pile[k]
-    off = dict.fromkeys(lower, False)
-    changed = True
-    while changed:
+        u = pile[0]
+        bottoms |= 1 << u
+        on_tab |= 1 << u
+        placeable |= 1 << pile[-1]
+        for c in pile[1:]:
+            on_tab |= 1 << c
+            inner.append((1 << c, _ABOVE_BITS[c] & ~(1 << u), 1 << u))
+            u = c
+    bankable = (
+        _BANKED[0][found[0]] | _BANKED[1][found[1]] | _BANKED[2][found[2]] | _BANKED[3][found[3]]
+    )
+    down = bankable & ~_KINGS  # on the foundations: may come back onto the tableau
+    out = on_tab & ~bottoms  # may be banked once at the top of its pile
+    n = len(seq)
+    full = (1 << n) - 1
+    now = 0  # the positions the model's waste moves reach (p, p + 3, ... and the cycle)
+    if n:
+        if p:
+            now = _MOD3[(p - 1) % 3] >> (p - 1) << (p - 1)
+        now = (now | _MOD3[2] | 1 << (n - 1)) & full
+    acc = rem = acc_cards = rem_cards = off = 0
+    while True:
+        reach = now | rem >> 1
+        if rem:
+            low = rem & -rem
+            reach |= _MOD3[0] & ~((low << 1) - 1)
+            rest = rem & ~low
+            if rest:
+                reach |= _MOD3[1] & ~(((rest & -rest) << 1) - 1)
+        left = full & ~rem
+        reach |= full & ~((1 << (left.bit_length() - 1)) - 1) if left else full
+        new = reach & ~acc
+        if new:
+            acc |= new
+            for j, c in enumerate(seq):
+                if new >> j & 1:
+                    acc_cards |= 1 << c
         changed = False
-        for pile in piles:  # from the top down, so that a pass settles a pile
-            for k in range(len(pile) - 1, 0, -1):
-                c = pile[k]
-                if not off[c]:
-                    above = upper.get(c)
-                    exposed = above is None or off[above]
-                    if fits(c, pile[k - 1]) or (bankable[c] and exposed):
-                        off[c] = True
-                        changed = True
-        for s in range(4):
-            for r in range(found[s], 13):
-                c = s * 13 + r
-                if bankable[c]:
-                    continue
-                if r and not bankable[c - 1]:
-                    break
-                if c in locked or c in bottoms:
-                    break
-                above = upper.get(c)
-                if above is not None and not off[above]:
-                    break
-                bankable[c] = True
+        more = (down | acc_cards) & _fits_any(placeable) & ~placeable
+        if more:
+            placeable |= more
+            changed = True
+        for bit, above, under in inner:
+            if not off & bit and (bankable & bit or placeable & above):
+                off |= bit
+                placeable |= under
                 changed = True
+        while True:
+            more = ((bankable << 1) & ~_ACES | _ACES) & ~bankable & (acc_cards | out & placeable)
+            if not more:
+                break
+            bankable |= more
+            changed = True
+        played = acc_cards & (bankable | placeable) & ~rem_cards
+        if played:
+            rem_cards |= played
+            for j, c in enumerate(seq):
+                if played >> c & 1:
+                    rem |= 1 << j
+        elif not changed:
+            break
     top = reserve[-1]
-    if RANK[top] == 1 or bankable[top - 1]:
-        return False
-    if any(on_tab[a] for a in _ABOVE[top]):
+    if RANK[top] == 1 or bankable >> (top - 1) & 1 or placeable & _ABOVE_BITS[top]:
         return False
     for pile in piles:  # a pile that empties takes the reserve's top card
         b = pile[0]
-        if fits(b, -1):
+        if placeable & _ABOVE_BITS[b]:
             return False
-        if (RANK[b] == 1 or bankable[b - 1]) and (len(pile) == 1 or off[pile[1]]):
+        if (RANK[b] == 1 or bankable >> (b - 1) & 1) and (len(pile) == 1 or off >> pile[1] & 1):
             return False
     return True
 
@@ -256,7 +312,7 @@ class CanfieldModel:
 
     def __init__(self, game: Game) -> None:
         self.reserve = bytes(game.reserve)
-        self._stuck_cache: dict[bytes, bool] = {}
+        self._rc = len(game.reserve)  # the reserve's size in the state being expanded
         found = [0, 0, 0, 0]
         for f in game.foundations:
             if f:
@@ -264,9 +320,12 @@ class CanfieldModel:
         seq = bytes(game.waste) + bytes(reversed(game.stock))
         piles = tuple(bytes(p) for p in game.tableau)
         actions: list[Action] = []
-        self.root: State = self._settle(
-            (piles, tuple(found), len(game.reserve), seq, _cycle(len(game.waste), len(seq))),
-            actions,
+        self.root: State = (
+            *self._settle(
+                (piles, tuple(found), len(game.reserve), seq, _cycle(len(game.waste), len(seq))),
+                actions,
+            ),
+            True,
         )
         self.root_actions: tuple[Action, ...] = tuple(actions)
         # In play every pile is one run (cards only ever go on a card they fit); a position
@@ -274,7 +333,7 @@ class CanfieldModel:
         self.runs_only = all(not pile or _run_length(pile) == len(pile) for pile in piles)
 
     def key(self, state: State) -> Key:
-        piles, found, rc, seq, p = state
+        piles, found, rc, seq, p, _ = state
         return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc)) + seq, p
 
     @staticmethod
@@ -305,7 +364,17 @@ class CanfieldModel:
     def won(state: State) -> bool:
         return sum(state[1]) == 52
 
-    def _settle(self, state: State, actions: list[Action]) -> State:
+    # The search (:mod:`.solver`) dives depth-first 3,000 states from the start, then 10 at a
+    # time from the state it holds that has the fewest reserve cards and, of those, the
+    # most cards banked: a win needs the reserve emptied, and a long depth-first search can
+    # spend its time in a lost branch.
+    dives: Final = (3_000, 10)
+
+    @staticmethod
+    def priority(state: State) -> int:
+        return state[2] * 2 - sum(state[1]) // 4
+
+    def _settle(self, state: Pos, actions: list[Action]) -> Pos:
         """Take the safe foundation moves (module docstring) until none is left."""
         piles, found, rc, seq, p = state
         while True:
@@ -322,16 +391,8 @@ class CanfieldModel:
             piles = tuple(pl)
             actions.append((c, 1, TO_FOUNDATION))
 
-    def _reserve_stuck(self, piles: tuple[bytes, ...], found: tuple[int, ...], rc: int) -> bool:
-        """Whether the reserve's top card can never leave it (module docstring)."""
-        key = b"\xff".join(sorted(piles)) + bytes((*found, rc))
-        known = self._stuck_cache.get(key)
-        if known is None:
-            known = self._stuck_cache[key] = _reserve_stuck(piles, found, self.reserve[:rc])
-        return known
-
     def _child(
-        self, out: list[Child], action: Action, state: State, check: tuple[int, ...] = ()
+        self, out: list[Child], action: Action, state: Pos, check: tuple[int, ...] = ()
     ) -> None:
         """Add the child ``state`` reached by ``action``, after the safe moves. A move that
         leaves the foundations and the reserve as they were passes in ``check`` the piles
@@ -342,11 +403,14 @@ class CanfieldModel:
             state = self._settle(state, actions)
             piles, found, rc, seq, p = state
         key = b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc)) + seq
-        out.append((tuple(actions), state, (key, p)))
+        out.append((tuple(actions), (piles, found, rc, seq, p, rc < self._rc), (key, p)))
 
     def expand(self, state: State) -> list[Child]:
-        piles, found, rc, seq, p = state
+        piles, found, rc, seq, p, new = state
         reserve = self.reserve
+        if new and rc and _reserve_stuck(piles, found, reserve[:rc], seq, p):
+            return []  # the reserve's top card can never leave it: no win
+        self._rc = rc
         out: list[Child] = []
         child = self._child
         runs_only = self.runs_only
@@ -491,9 +555,4 @@ class CanfieldModel:
                 pl = list(piles)
                 pl[empty] = card
                 child(out, (c, 1, TO_EMPTY), (tuple(pl), nf, rc, seq, p), (empty,))
-        if rc:  # a child whose reserve has a new top card that can never leave is dead
-            stuck = self._reserve_stuck
-            if state is self.root and stuck(piles, found, rc):
-                return []
-            out = [ch for ch in out if not (0 < ch[1][2] < rc and stuck(*ch[1][:3]))]
         return out

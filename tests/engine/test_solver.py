@@ -224,9 +224,9 @@ RESERVE_STUCK = {
 def test_a_reserve_card_that_can_never_leave_is_no_win_by_both_searches() -> None:
     game = build(CF, **RESERVE_STUCK)  # type: ignore[arg-type]
     model = CanfieldModel(game)
-    piles, found, rc, _, _ = model.root
-    assert not _reserve_stuck(piles, found, model.reserve[:rc])  # QD can leave
-    assert _reserve_stuck(piles, found, model.reserve[: rc - 1])  # 7H, under it, never
+    piles, found, rc, seq, p, _ = model.root
+    assert not _reserve_stuck(piles, found, model.reserve[:rc], seq, p)  # QD can leave
+    assert _reserve_stuck(piles, found, model.reserve[: rc - 1], seq, p)  # 7H, under it, never
     assert plain_search(game, max_positions=20_000) is False
     assert solve_position(game, budget_s=None, max_nodes=20_000).verdict is Verdict.NOT_WINNABLE
     # With 7H on top from the start, the search stops there; the plain search agrees.
@@ -237,8 +237,8 @@ def test_a_reserve_card_that_can_never_leave_is_no_win_by_both_searches() -> Non
     # With 6H in the stock instead, 7H may reach its foundation: not stuck.
     free = build(CF, **{**RESERVE_STUCK, "reserve": "5S 9D 8C 8S 7H QD", "stock": "QH JS 10H 6H"})  # type: ignore[arg-type]
     model = CanfieldModel(free)
-    piles, found, rc, _, _ = model.root
-    assert not _reserve_stuck(piles, found, model.reserve[: rc - 1])
+    piles, found, rc, seq, p, _ = model.root
+    assert not _reserve_stuck(piles, found, model.reserve[: rc - 1], seq, p)
 
 
 def test_canfield_waste_positions_that_others_reach_are_skipped() -> None:
@@ -287,3 +287,81 @@ def test_rainbow_certificates_draw_only_to_play_the_card_drawn() -> None:
                 assert after == "d" or after.startswith("w-"), (seed, before, after)
         checked += 1
     assert checked >= 3
+
+
+# Canfield with 7H on top of the reserve: it goes only on a black 8 (6H and 8C lie under it
+# in the reserve, no pile can empty: 9D and 9H need a black 10, the Kings their suits'
+# Queens, all in the reserve). 8S is the stock's middle card of three, under KH: a draw of
+# three shows KH on top, which never moves (no Queen is banked, no pile empties), so 8S
+# never reaches the waste's top and 7H never leaves.
+STOCK_LOCKED = {
+    "tableau": ["9D", "9H", "KC", "KS"],
+    "reserve": "7H",
+    "stock": "KH 8S KD",
+    "rest": "reserve",
+}
+
+
+def canfield_state(game: Game) -> tuple[tuple[bytes, ...], tuple[int, ...], bytes, bytes, int]:
+    """The piles, foundation heights, reserve, waste and stock (``seq``) and waste count of
+    ``game``, as the model's reserve check takes them."""
+    found = [0, 0, 0, 0]
+    for f in game.foundations:
+        if f:
+            found[SUIT[f[-1]]] = len(f)
+    seq = bytes(game.waste) + bytes(reversed(game.stock))
+    p = len(game.waste)
+    p = 0 if p % 3 == 0 or p == len(seq) else p
+    return tuple(bytes(pile) for pile in game.tableau), tuple(found), bytes(game.reserve), seq, p
+
+
+def test_a_reserve_card_waiting_on_a_stock_card_that_never_turns_up_is_no_win() -> None:
+    game = build(CF, **STOCK_LOCKED)  # type: ignore[arg-type]
+    assert _reserve_stuck(*canfield_state(game))
+    outcome = solve_position(game, budget_s=None, max_nodes=5_000)
+    assert outcome.verdict is Verdict.NOT_WINNABLE and outcome.nodes == 1
+    assert plain_search(game, max_positions=5_000) is False
+    # With 8S the third card of the first draw, so on top, 7H may go on it once 8S is on 9D.
+    shown = build(CF, **{**STOCK_LOCKED, "stock": "8S KD KH"})  # type: ignore[arg-type]
+    assert not _reserve_stuck(*canfield_state(shown))
+    # With 6D above 8S, and a black 7 for it on the tableau, playing 6D turns 8S up.
+    under = {**STOCK_LOCKED, "tableau": ["9D", "9H", "KC", "8D 7C"], "stock": "6D 8S KD"}
+    assert not _reserve_stuck(*canfield_state(build(CF, **under)))  # type: ignore[arg-type]
+
+
+def test_a_reserve_card_waiting_on_a_covered_card_is_no_win() -> None:
+    # 7H goes only on 8S (8C lies under it in the reserve), and 8S lies under 7D, which can
+    # never get off it: 8C is in the reserve, and 6D, which its foundation needs first, too.
+    layout = {
+        "tableau": ["9D 8S 7D", "9H", "KC", "KS"],
+        "reserve": "8C 6D 7H",
+        "stock": "KH KD",
+        "rest": "reserve",
+    }
+    game = build(CF, **layout)  # type: ignore[arg-type]
+    assert _reserve_stuck(*canfield_state(game))
+    assert solve_position(game, budget_s=None, max_nodes=5_000).verdict is Verdict.NOT_WINNABLE
+    assert plain_search(game, max_positions=5_000) is False
+    # With 6D in the stock instead, 7D may go home once diamonds reach 6 (AD to 5D are in
+    # the stock too, AD third): then 8S is uncovered, so 7H is not stuck.
+    free = build(
+        CF,
+        **{**layout, "reserve": "8C 7H", "stock": "6D 5D 4D 3D 2D AD KD KH"},  # type: ignore[arg-type]
+    )
+    assert not _reserve_stuck(*canfield_state(free))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_no_position_on_a_winning_line_has_a_reserve_card_that_cannot_leave(seed: int) -> None:
+    outcome = solve_deal(CF, seed, budget_s=None, max_nodes=20_000)
+    if outcome.moves is None:
+        pytest.skip("no certificate within the budget")
+    game = new_game(CF, seed)
+    checked = 0
+    for move in [None, *outcome.moves]:
+        if move is not None:
+            game.apply(move)
+        if game.reserve:
+            assert not _reserve_stuck(*canfield_state(game)), (seed, move)
+            checked += 1
+    assert checked > 10
