@@ -33,7 +33,9 @@ foundations, reserve and ``seq`` were recorded with a ``p`` that reaches its own
 when its ``p`` is on the cycle, else one no greater and equal to it modulo 3 (the search,
 :mod:`.solver`, explains why that keeps it complete).
 
-The key of a state sorts the tableau piles: while the reserve has cards no pile is ever
+The key of a state leaves ``seq`` out (cards only ever leave it, so it holds, in the
+start's order, the cards that are not on the tableau, the foundations or the reserve)
+and sorts the tableau piles: while the reserve has cards no pile is ever
 empty (an emptied pile is filled at once, so at most one is empty at a time and the fill
 order never matters), and once the reserve is empty every empty pile is the same; the
 rules treat the piles alike otherwise.
@@ -231,6 +233,13 @@ def _reserve_stuck(
     """
     if not all(piles):
         return False  # an empty pile takes the reserve's top card
+    top = reserve[-1]
+    tops = {pile[-1] for pile in piles}
+    if RANK[top] == 1 or found[SUIT[top]] == RANK[top] - 1 or not tops.isdisjoint(_ABOVE[top]):
+        return False  # at once: home, or onto a pile's top card
+    for pile in piles:
+        if not tops.isdisjoint(_ABOVE[pile[0]]):
+            return False  # the pile moves whole onto another: the reserve's top fills it
     placeable = on_tab = bottoms = 0
     inner: list[tuple[int, int, int]] = []  # (card, the cards it may go on, the card under it)
     for pile in piles:
@@ -295,8 +304,7 @@ def _reserve_stuck(
                     rem |= 1 << j
         elif not changed:
             break
-    top = reserve[-1]
-    if RANK[top] == 1 or bankable >> (top - 1) & 1 or placeable & _ABOVE_BITS[top]:
+    if bankable >> (top - 1) & 1 or placeable & _ABOVE_BITS[top]:
         return False
     for pile in piles:  # a pile that empties takes the reserve's top card
         b = pile[0]
@@ -333,8 +341,8 @@ class CanfieldModel:
         self.runs_only = all(not pile or _run_length(pile) == len(pile) for pile in piles)
 
     def key(self, state: State) -> Key:
-        piles, found, rc, seq, p, _ = state
-        return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc)) + seq, p
+        piles, found, rc, _, p, _ = state
+        return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc)), p
 
     @staticmethod
     def table() -> Callable[[Key], bool]:
@@ -364,15 +372,15 @@ class CanfieldModel:
     def won(state: State) -> bool:
         return sum(state[1]) == 52
 
-    # The search (:mod:`.solver`) dives depth-first 3,000 states from the start, then 10 at a
-    # time from the state it holds that has the fewest reserve cards and, of those, the
-    # most cards banked: a win needs the reserve emptied, and a long depth-first search can
-    # spend its time in a lost branch.
-    dives: Final = (3_000, 10)
+    # The search (:mod:`.solver`) dives depth-first 1,000 states from the start, then 10 at a
+    # time from the state it holds with the lowest score: 4 a reserve card, 1 for every 4
+    # cards in the waste and stock, less 1 for every 4 cards banked. A win needs the reserve
+    # emptied, and a long depth-first search can spend its time in a lost branch.
+    dives: Final = (1_000, 10)
 
     @staticmethod
     def priority(state: State) -> int:
-        return state[2] * 2 - sum(state[1]) // 4
+        return state[2] * 4 + (len(state[3]) - sum(state[1])) // 4
 
     def _settle(self, state: Pos, actions: list[Action]) -> Pos:
         """Take the safe foundation moves (module docstring) until none is left."""
@@ -402,7 +410,7 @@ class CanfieldModel:
         if not check or _safe_pile(piles, found, rc, check) >= 0:
             state = self._settle(state, actions)
             piles, found, rc, seq, p = state
-        key = b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc)) + seq
+        key = b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc))
         out.append((tuple(actions), (piles, found, rc, seq, p, rc < self._rc), (key, p)))
 
     def expand(self, state: State) -> list[Child]:
@@ -514,9 +522,25 @@ class CanfieldModel:
                 child(out, (c, 1, TO_EMPTY), (tuple(pl), found, rc, nseq, np), (empty,))
         # 5. other runs between tableau piles
         for i, pile in enumerate(piles):
+            if not pile:
+                continue
             size = len(pile)
-            run = len(pile) if runs_only else _run_length(pile) if pile else 0
-            for k in range(1, run + 1):
+            run = size if runs_only else _run_length(pile)
+            if empty < 0:  # only onto a top: the run's card one rank below it, if any
+                ks = []
+                low = RANK[pile[-1]]
+                for tg in piles:
+                    if tg:
+                        k = RANK[tg[-1]] - low
+                        if 0 < k <= run and _FITS[pile[-k]][tg[-1]]:
+                            ks.append(k)
+                if not ks:
+                    continue
+                if len(ks) > 1:
+                    ks = sorted(set(ks))
+            else:
+                ks = list(range(1, run + 1))
+            for k in ks:
                 c = pile[-k]
                 if k == 1 and c in home:
                     continue
