@@ -76,8 +76,10 @@ among the expanded states with a win, take one whose shortest win is shortest an
 those, with the most cards on the foundations; if its best move was one left out, ``A``
 is a child of it with a win no longer and one card more banked.
 
-Dead positions, cut without a search: a state that the move into it gave a new top card
-``X`` of the reserve (or the start), when ``X`` can never leave the reserve. Take any line
+Dead positions, cut without a search: a state, among those checked (the start, and those
+after a move that took a card from the reserve or the waste: the check costs about as
+much as a state's moves, and those moves change most what it looks at), whose reserve
+has a top card ``X`` that can never leave the reserve. Take any line
 of play from the state in which ``X`` leaves, and the first time ``t`` it does. Before ``t``
 no pile empties (CF-13 would fill it with ``X`` at once): bottom cards neither move nor go
 home, and no card of the reserve moves. :func:`_reserve_stuck` works out, as least fixed
@@ -125,8 +127,8 @@ from .game import Game
 __all__ = ["CanfieldModel"]
 
 Pos = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int]
-# A position and whether the move to it turned up a new top card of the reserve (or it
-# is the start): then its reserve is checked (:func:`_reserve_stuck`) before its moves.
+# A position and whether its reserve is checked (:func:`_reserve_stuck`) before its moves:
+# at the start, and after a move that took a card from the reserve or the waste.
 State = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int, bool]
 Action = tuple[int, int, int]
 Key = tuple[bytes, int]
@@ -274,12 +276,13 @@ def _reserve_stuck(
                 reach |= _MOD3[1] & ~(((rest & -rest) << 1) - 1)
         left = full & ~rem
         reach |= full & ~((1 << (left.bit_length() - 1)) - 1) if left else full
-        new = reach & ~acc
+        new = reach & full & ~acc
         if new:
             acc |= new
-            for j, c in enumerate(seq):
-                if new >> j & 1:
-                    acc_cards |= 1 << c
+            while new:
+                low = new & -new
+                new ^= low
+                acc_cards |= 1 << seq[low.bit_length() - 1]
         changed = False
         more = (down | acc_cards) & _fits_any(placeable) & ~placeable
         if more:
@@ -299,9 +302,10 @@ def _reserve_stuck(
         played = acc_cards & (bankable | placeable) & ~rem_cards
         if played:
             rem_cards |= played
-            for j, c in enumerate(seq):
-                if played >> c & 1:
-                    rem |= 1 << j
+            while played:
+                low = played & -played
+                played ^= low
+                rem |= 1 << seq.index(low.bit_length() - 1)
         elif not changed:
             break
     if bankable >> (top - 1) & 1 or placeable & _ABOVE_BITS[top]:
@@ -320,7 +324,8 @@ class CanfieldModel:
 
     def __init__(self, game: Game) -> None:
         self.reserve = bytes(game.reserve)
-        self._rc = len(game.reserve)  # the reserve's size in the state being expanded
+        # the sizes of the reserve and of the waste and stock in the state being expanded
+        self._rc, self._n = len(game.reserve), 0
         found = [0, 0, 0, 0]
         for f in game.foundations:
             if f:
@@ -411,14 +416,15 @@ class CanfieldModel:
             state = self._settle(state, actions)
             piles, found, rc, seq, p = state
         key = b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc))
-        out.append((tuple(actions), (piles, found, rc, seq, p, rc < self._rc), (key, p)))
+        check_next = rc < self._rc or len(seq) < self._n
+        out.append((tuple(actions), (piles, found, rc, seq, p, check_next), (key, p)))
 
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, seq, p, new = state
         reserve = self.reserve
         if new and rc and _reserve_stuck(piles, found, reserve[:rc], seq, p):
             return []  # the reserve's top card can never leave it: no win
-        self._rc = rc
+        self._rc, self._n = rc, len(seq)
         out: list[Child] = []
         child = self._child
         runs_only = self.runs_only
