@@ -381,7 +381,7 @@ class CanfieldModel:
     # time from the state it holds with the lowest score: 4 a reserve card, 1 for every 4
     # cards in the waste and stock, less 1 for every 4 cards banked. A win needs the reserve
     # emptied, and a long depth-first search can spend its time in a lost branch.
-    dives: Final = (1_000, 10)
+    dives: tuple[int, int] = (1_000, 10)
 
     @staticmethod
     def priority(state: State) -> int:

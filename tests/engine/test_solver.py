@@ -23,7 +23,14 @@ from positions import CANFIELD_STUCK, RAINBOW_STUCK, build, suit_run
 
 from solrace.engine import Game, Status, format_move, new_game, parse_card, replay
 from solrace.engine.cards import RANK, SUIT
-from solrace.engine.solver import Verdict, solve_deal, solve_deals, solve_position
+from solrace.engine.solver import (
+    Verdict,
+    _search,
+    certificate,
+    solve_deal,
+    solve_deals,
+    solve_position,
+)
 from solrace.engine.solver_canfield import CanfieldModel, _reserve_stuck
 from solrace.engine.solver_plain import plain_search
 
@@ -365,3 +372,45 @@ def test_no_position_on_a_winning_line_has_a_reserve_card_that_cannot_leave(seed
             assert not _reserve_stuck(*canfield_state(game)), (seed, move)
             checked += 1
     assert checked > 10
+
+
+class DepthFirst:
+    """A model without a priority, so that the search is depth-first alone."""
+
+    def __init__(self, model: CanfieldModel) -> None:
+        self.model = model
+        self.root = model.root
+        self.root_actions = model.root_actions
+        self.key = model.key
+        self.table = model.table
+        self.won = model.won
+        self.expand = model.expand
+
+
+@pytest.mark.parametrize("dives", [None, (1, 1), (5, 3), (1_000, 10)])
+def test_the_search_with_dives_is_as_exhaustive_as_depth_first(
+    dives: tuple[int, int] | None,
+) -> None:
+    """Best first with dives of any length decides what depth first decides: no win on the
+    constrained deals that have none, and a win that replays on those that have one."""
+    rng = random.Random(7)
+    lost = won = 0
+    cases = [
+        (seed, keep, random.Random(seed) if shuffled else None)
+        for seed, keep, shuffled in CANFIELD_LOST
+    ]
+    cases += [(seed, small_keep(CF, rng), None) for seed in range(12)]
+    for seed, keep, shuffle in cases:
+        game = constrained(CF, seed, keep, shuffle)
+        model = CanfieldModel(game)
+        if dives is not None:
+            model.dives = dives
+        actions, _, exhausted = _search(model, 50_000, None)
+        plain, _, plain_exhausted = _search(DepthFirst(CanfieldModel(game)), 50_000, None)
+        assert exhausted == plain_exhausted and (actions is None) == (plain is None), seed
+        if actions is not None:
+            certificate(game, actions)  # raises unless the line wins
+            won += 1
+        else:
+            lost += exhausted
+    assert lost >= 5 and won >= 5
