@@ -156,7 +156,8 @@ class _Bot(asyncio.Protocol):
         self.legal: list[str] = []
         self.rev = 0
         self.racing = False
-        self.sent: dict[int, float] = {}  # move id -> sent at (perf_counter)
+        self.sent: dict[int, tuple[float, int]] = {}  # move id -> sent at, in which race
+        self.race = 0  # counts the races this bot has been dealt
         self.host = False
         self.watching = False  # a spectator
         self.timer: asyncio.TimerHandle | None = None
@@ -250,7 +251,13 @@ class _Bot(asyncio.Protocol):
         request_id = message.get("id")
         sent = self.sent.pop(request_id, None) if request_id is not None else None
         if sent is not None:  # a move's answer
-            self.run.answered(time.perf_counter() - sent, message)
+            sent_at, race = sent
+            self.run.answered(time.perf_counter() - sent_at, message)
+            if race != self.race:
+                # A move of a race that has ended since: its revision, its legal moves
+                # and its "race over" are that race's, not the one dealt since.
+                self._schedule()
+                return
             if kind == "ack":
                 self.rev = message["rev"]
                 delta = message.get("delta") or {}
@@ -270,12 +277,14 @@ class _Bot(asyncio.Protocol):
                 reply.set_result(message)
             return
         if kind == "race_started" and "view" in message:
+            self.race += 1
             self.rev = message.get("rev", 0)
             self.legal = list(message["view"].get("legal", []))
             self.racing = message["view"].get("status") == "playing"
             self._schedule()
         elif kind == "room" and "view" in message.get("room", {}).get("you", {}):
             you = message["room"]["you"]
+            self.race += 1
             self.rev, self.legal = you["rev"], list(you["view"].get("legal", []))
         elif kind == "race_over" and self.host and self.run.running:
             self.run.spawn(self._again())
@@ -306,7 +315,7 @@ class _Bot(asyncio.Protocol):
                 draws if draws and (not others or random.random() < 0.5) else others
             )
         request_id = next(self.ids)
-        self.sent[request_id] = time.perf_counter()
+        self.sent[request_id] = (time.perf_counter(), self.race)
         self.send({"type": "move", "id": request_id, "move": move, "rev": self.rev})
 
     async def _again(self) -> None:

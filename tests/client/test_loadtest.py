@@ -70,3 +70,31 @@ def test_a_duration_it_cannot_read_is_refused_plainly() -> None:
     assert (
         done.returncode == 2 and "not a duration" in done.stderr and "Traceback" not in done.stderr
     )
+
+
+async def test_a_moves_answer_from_a_race_since_ended_leaves_the_new_race_alone() -> None:
+    """A bot's move in flight when its race ends and the next one starts: the refusal
+    that comes back (``race_over``, with the old race's revision) counts as a refusal,
+    and the bot plays the new race from its own revision, not the old one."""
+    from solrace.client.loadtest import LoadTest, _Bot, _Run
+
+    run = _Run(LoadTest(url="ws://127.0.0.1:9/", players=1, pace_s=60.0), 0, 1)
+    bot = _Bot(run, None)
+    sent: list[dict[str, object]] = []
+    bot.send = sent.append  # type: ignore[method-assign]
+    started = {"type": "race_started", "rev": 0, "view": {"status": "playing", "legal": ["d"]}}
+    bot._message(started)
+    assert bot.racing and bot.timer is not None
+    bot.timer.cancel()
+    bot._move()
+    (move,) = sent
+    assert move["rev"] == 0
+    # The race ends and the next one starts while the move is in flight.
+    bot._message({"type": "race_over", "race": 1})
+    bot._message(started)
+    old = {"type": "error", "id": move["id"], "code": "race_over", "rev": 7}
+    bot._message(old)
+    assert run.report.errors["race_over"] == 1 and run.report.moves == 1
+    assert bot.rev == 0 and bot.racing, "the old race's answer was taken for the new one's"
+    assert bot.timer is not None  # it plays on
+    bot.timer.cancel()
