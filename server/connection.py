@@ -102,19 +102,24 @@ class Cork:
         self.hold = hold
 
     def add(self, connection: Connection) -> None:
-        """Send ``connection``'s pushed frames at the start of the loop's next pass."""
+        """Send ``connection``'s pushed frames at the start of the loop's next pass, or once
+        the backend's group of writes open now is due."""
         if not self.pending:
-            asyncio.get_running_loop().call_soon(self.flush)
+            loop = asyncio.get_running_loop()
+            wait = self.hold()
+            if wait > 0:
+                loop.call_later(wait, self.flush)
+            else:
+                loop.call_soon(self.flush)
         self.pending.append(connection)
 
     def flush(self) -> None:
-        """Send the pushed frames of every connection waiting for it."""
-        if not self.pending:
-            return
-        wait = self.hold()
-        if wait > 0:
-            asyncio.get_running_loop().call_later(wait, self.flush)
-            return
+        """Send the pushed frames of every connection waiting for it.
+
+        The frames wait for the group of writes that was open when the first of them was
+        pushed, not for the groups opened since (under a steady load one is nearly always
+        open): each write commits whatever is open before it goes (``before_write``).
+        """
         pending, self.pending = self.pending, []
         for connection in pending:
             if connection.corked:

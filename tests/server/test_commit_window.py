@@ -13,6 +13,7 @@ from conftest import TIMEOUT, ServerFactory
 from e2e_support import RawClient
 
 from solrace.server.backends.embedded import EmbeddedBackend
+from solrace.server.connection import Cork
 
 EMBEDDED = pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
 
@@ -87,3 +88,34 @@ async def test_a_window_of_zero_commits_every_pass(start_server: ServerFactory) 
 def test_a_window_out_of_range_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="commit_window_s"):
         EmbeddedBackend(tmp_path, commit_window_s=1.5)
+
+
+class Pushed:
+    """A connection's side of the cork: it records when its frames were sent."""
+
+    def __init__(self) -> None:
+        self.corked = True
+        self.sent_at: list[float] = []
+
+    def send_data(self) -> None:
+        self.corked = False
+        self.sent_at.append(asyncio.get_running_loop().time())
+
+
+async def test_pushed_frames_wait_for_the_group_open_when_pushed_not_for_later_ones() -> None:
+    """Under a steady load a group of writes is nearly always open: frames wait for the
+    one open when they were pushed (each write commits what is open before it goes),
+    never from group to group."""
+    window = 0.05
+    cork = Cork(lambda: window)  # a group always open, always a window away
+    loop = asyncio.get_running_loop()
+    first, second = Pushed(), Pushed()
+    pushed = loop.time()
+    cork.add(first)  # type: ignore[arg-type]
+    cork.add(second)  # type: ignore[arg-type]
+    async with asyncio.timeout(TIMEOUT):
+        while not first.sent_at:
+            await asyncio.sleep(window / 5)
+    assert len(first.sent_at) == len(second.sent_at) == 1  # together, in one flush
+    assert abs(first.sent_at[0] - second.sent_at[0]) < window / 5
+    assert window * 0.9 <= first.sent_at[0] - pushed < 4 * window
