@@ -181,6 +181,7 @@ class SolraceServer:
             ping_interval=self.config.ping_interval_s,
             server_header="solrace",
             create_connection=self._connection,
+            backlog=self.config.listen_backlog,  # on to loop.create_server
         )
         log.info(
             "listening",

@@ -36,6 +36,7 @@ NODE_FLAGS: dict[str, tuple[str, float] | tuple[str, float, float]] = {
     "solver_budget_s": ("S", 0.01),
     "solver_workers": ("N", 1),
     "commit_window_s": ("S", 0, 1),
+    "listen_backlog": ("N", 1),
 }
 
 

@@ -213,5 +213,9 @@ class ServerConfig:
     max_write_buffer: int = 1 << 20
     """Bytes waiting to be sent to one client before it is closed with 1013 (it may
     resume)."""
+    listen_backlog: int = 1024
+    """Connections the kernel keeps waiting for the node to accept them (capped by the
+    system's ``net.core.somaxconn``): after a restart every client reconnects at once,
+    and a short queue drops their handshakes, which then wait seconds to be sent again."""
     ping_interval_s: float | None = 20.0
     log_format: str = "json"

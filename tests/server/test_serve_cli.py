@@ -165,6 +165,7 @@ def test_without_flags_a_node_runs_with_every_default() -> None:
         ("--solver-budget-s", "0.5", lambda c: c.solver_budget_s),
         ("--solver-workers", "2", lambda c: c.solver_workers),
         ("--commit-window-s", "0.02", lambda c: c.commit_window_s),
+        ("--listen-backlog", "4000", lambda c: c.listen_backlog),
         ("--budget-room-share-per-address", "0.5", lambda c: c.budgets.room_share_per_address),
     ],
 )
