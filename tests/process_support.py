@@ -30,6 +30,7 @@ PLAIN_DEAL_FLAGS = ("--no-winnable-default", "--no-daily-winnable")
 """``solrace serve`` flags of a test node that deals any seed and the day's first candidate
 (conftest.PLAIN_DEALS): no solver worker busy certifying deals beside what is measured."""
 
+
 class NodeProcess:
     """``solrace serve`` on a free port of its own, logging to a file."""
 

@@ -241,9 +241,7 @@ class Backend(ABC):
         raises, leaving the record as it was.
         """
 
-    async def update_room_publishing(
-        self, code: str, change: RoomUpdate
-    ) -> tuple[Outcome, bool]:
+    async def update_room_publishing(self, code: str, change: RoomUpdate) -> tuple[Outcome, bool]:
         """:meth:`update_room`, and True if the backend has published the outcome's events
         itself, with the write (a backend may do that for progress reports alone); else
         False, and the caller publishes them."""

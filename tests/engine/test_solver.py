@@ -358,11 +358,11 @@ def test_a_reserve_card_waiting_on_a_covered_card_is_no_win() -> None:
     assert not _reserve_stuck(*canfield_state(free))
 
 
-@pytest.mark.parametrize("seed", range(8))
+# Deals the solver wins within 20,000 positions (the first eight of seeds 0 to 11).
+@pytest.mark.parametrize("seed", [0, 1, 5, 6, 7, 8, 10, 11])
 def test_no_position_on_a_winning_line_has_a_reserve_card_that_cannot_leave(seed: int) -> None:
     outcome = solve_deal(CF, seed, budget_s=None, max_nodes=20_000)
-    if outcome.moves is None:
-        pytest.skip("no certificate within the budget")
+    assert outcome.moves is not None, "no certificate within the budget"
     game = new_game(CF, seed)
     checked = 0
     for move in [None, *outcome.moves]:

@@ -609,9 +609,7 @@ async def test_a_refusal_or_no_change_decided_on_a_remembered_record_is_checked_
 
 
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
-async def test_a_progress_report_is_published_by_its_write(
-    backend: Backend, peer: Backend
-) -> None:
+async def test_a_progress_report_is_published_by_its_write(backend: Backend, peer: Backend) -> None:
     heard = Recorder()
     await peer.subscribe(CODE, heard)
     await backend.create_room(new_room())

@@ -42,7 +42,9 @@ async def nodes(cluster: RedisClusterServers, tmp_path: Path) -> AsyncIterator[l
     cluster.flush()
     started: list[RunningServer] = []
     for _ in range(2):
-        config = ServerConfig(port=0, data_dir=tmp_path / "data", redis_url=cluster.url, **PLAIN_DEALS)
+        config = ServerConfig(
+            port=0, data_dir=tmp_path / "data", redis_url=cluster.url, **PLAIN_DEALS
+        )
         server = SolraceServer(Node(make_backend(config), config), config)
         await server.start()
         started.append(RunningServer(server, config))

@@ -52,8 +52,6 @@ def backend_kind() -> str:
     return "embedded"
 
 
-
-
 def tid(name: str) -> str:
     """A selector for a data-testid."""
     return f'[data-testid="{name}"]'

@@ -66,7 +66,10 @@ def test_certify_keeps_only_deals_the_solver_wins() -> None:
             won += 1
         if outcome.verdict is Verdict.WINNABLE:
             assert outcome.moves is not None
-            assert replay("canfield", seed, [format_move(m) for m in outcome.moves]).status.value == "won"
+            assert (
+                replay("canfield", seed, [format_move(m) for m in outcome.moves]).status.value
+                == "won"
+            )
         if outcome.verdict is Verdict.NOT_WINNABLE:
             assert found is None
             lost += 1
