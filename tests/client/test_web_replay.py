@@ -336,15 +336,18 @@ async def test_a_finished_race_steps_to_the_end_and_shows_the_final_boards(
         "data-player-id", ann
     )
 
-    # At the start both boards are the deal.
-    deal = board_view(new_game("canfield", record["seed"]))
+    # At the start both boards are the deal (with any move made in the race's first
+    # millisecond: the board at a time shows the moves made by then, 0 included).
+    times = {pid: played["times"] for pid, played in record["players"].items()}
+    starts: dict[str, dict[str, Any]] = {}
     for pid in (ann, bob):
+        at_once = record["players"][pid]["moves"][: sum(1 for t in times[pid] if t <= 0)]
+        starts[pid] = cards_of(board_view(replay("canfield", record["seed"], at_once)))
         got = await page.evaluate(SHOWN_SCRIPT, pid)
-        assert got["shown"] == cards_of(deal) and got["status"] == "playing"
+        assert got["shown"] == starts[pid] and got["status"] == "playing"
 
     # Step move by move (the key, then the button) to the end: at every step each board
     # shows as many of its player's moves as were made by the time shown.
-    times = {pid: played["times"] for pid, played in record["players"].items()}
     banked_after = {
         pid: [
             replay("canfield", record["seed"], played["moves"][:k]).banked
@@ -382,7 +385,7 @@ async def test_a_finished_race_steps_to_the_end_and_shows_the_final_boards(
     await page.keyboard.press("Home")
     await expect(page.locator(tid("replay-time"))).to_have_attribute("data-ms", "0")
     got = await page.evaluate(SHOWN_SCRIPT, ann)
-    assert got["shown"] == cards_of(deal)
+    assert got["shown"] == starts[ann]
 
     # Space plays and pauses, even with a speed button focused (which it does not press).
     await page.focus(tid("speed-4"))
