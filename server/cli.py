@@ -17,6 +17,7 @@ from typing import Any
 from ..protocol import Limits
 from .app import LOOPS
 from .backends import BackendUnavailable
+from .backends.embedded import MAX_COMMIT_WINDOW_S
 from .config import Budgets, ServerConfig, field_docs
 
 __all__ = ["config_from_args", "masked_url", "register"]
@@ -35,7 +36,7 @@ NODE_FLAGS: dict[str, tuple[str, float] | tuple[str, float, float]] = {
     "deal_pool_size": ("N", 0),
     "solver_budget_s": ("S", 0.01),
     "solver_workers": ("N", 1),
-    "commit_window_s": ("S", 0, 1),
+    "commit_window_s": ("S", 0, MAX_COMMIT_WINDOW_S),
     "listen_backlog": ("N", 1),
 }
 

@@ -355,12 +355,13 @@ class MovePath:
         interval = self.node.config.progress_interval_s
         since = time.monotonic() - held.reported_at
         due_now = since >= interval
-        if status != "playing" or interval <= 0 or (due_now and self.node.backend.in_process):
+        in_process = self.node.backend.in_process
+        if status != "playing" or interval <= 0 or (due_now and in_process):
             return True
         if held.report_timer is None:
             loop = asyncio.get_running_loop()
             at = loop.time() + (0.0 if due_now else interval - since)
-            if not self.node.backend.in_process:  # on the tick, with the other rooms due
+            if not in_process:  # on the tick, with the other rooms due
                 at = math.ceil(at / REPORT_TICK_S) * REPORT_TICK_S
             held.report_timer = loop.call_at(at, self.flush_now, held)
         return False

@@ -154,9 +154,12 @@ BUDGET_PRUNE_EVERY = 1024
 """Spends between two sweeps of budgets that are back to full."""
 
 PRUNE_EVERY = 256
+"""Commits between two prunings of the journal."""
+
 COMMIT_WINDOW_S = 0.004
 """How long the first write of a group waits for others before their commit (seconds)."""
-"""Commits between two prunings of the journal."""
+MAX_COMMIT_WINDOW_S = 1.0
+"""The longest commit window a node may be given (seconds)."""
 
 
 class _Log:
@@ -197,8 +200,10 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
     def __init__(
         self, data_dir: str | os.PathLike[str], *, commit_window_s: float = COMMIT_WINDOW_S
     ) -> None:
-        if not 0.0 <= commit_window_s <= 1.0:
-            raise ValueError("commit_window_s must be between 0 and 1 second")
+        if not 0.0 <= commit_window_s <= MAX_COMMIT_WINDOW_S:
+            raise ValueError(
+                f"commit_window_s must be between 0 and {MAX_COMMIT_WINDOW_S:g} second"
+            )
         self.data_dir = Path(data_dir)
         self.commit_window_s = commit_window_s
         self._db: sqlite3.Connection | None = None
@@ -217,9 +222,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         self._finished: dict[LogKey, tuple[str, str]] = {}  # moves, times: space-joined
         self._dirty: dict[str, Room | None] = {}
         self._boards: dict[tuple[str, str], tuple[int, bytes]] = {}
-        self._scheduled = False
-        self._due = 0.0  # the loop time at which the open group is committed
-        self._timer: asyncio.Handle | None = None
+        self._timer: asyncio.Handle | None = None  # the open group's commit, when scheduled
         self._failed: BaseException | None = None
         self._lock: int | None = None
         self._on_failure: Callable[[BaseException], None] | None = None
@@ -343,19 +346,16 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         db = self.db
         if not db.in_transaction:
             db.execute("BEGIN")
-        if not self._scheduled:
-            self._scheduled = True
+        if self._timer is None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # no loop (a tool): the next flush_writes commits
-                self._scheduled = False
+                return db
+            window = self.commit_window_s
+            if window > 0:
+                self._timer = loop.call_later(window, self.flush_writes)
             else:
-                window = self.commit_window_s
-                if window > 0:
-                    self._due = loop.time() + window
-                    self._timer = loop.call_at(self._due, self.flush_writes)
-                else:
-                    self._timer = loop.call_soon(self.flush_writes)
+                self._timer = loop.call_soon(self.flush_writes)
         return db
 
     @property
@@ -365,9 +365,10 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     def commit_due_in(self) -> float:
         """Seconds until the open group of writes is committed (0: none waits for it)."""
-        if not self._scheduled or self.commit_window_s <= 0:
+        timer = self._timer
+        if not isinstance(timer, asyncio.TimerHandle):  # none, or at the end of this pass
             return 0.0
-        return max(0.0, self._due - asyncio.get_running_loop().time())
+        return max(0.0, timer.when() - asyncio.get_running_loop().time())
 
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """Put the writes held for this pass into the open transaction."""
@@ -403,7 +404,6 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     def flush_writes(self) -> None:
         """Commit the open group of writes, if there is one."""
-        self._scheduled = False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
