@@ -48,29 +48,13 @@ for _path in (ROOT, BENCH):
         sys.path.insert(0, str(_path))
 
 
-from capacity import harness  # noqa: E402  (bench/server.py: the websockets settings)
+from capacity import cpu_s, harness  # noqa: E402  (bench/server.py: settings, /proc)
 
 HOST = "127.0.0.1"
 ROOMS_OF = 4
 ACK = b"A" * 96  # about a delta ack's size
 PROGRESS = b"P" * 128  # about a progress event's, one standing
 MOVE = b"M" * 40  # about a move request's
-
-
-def cpu_s(pid: int) -> float:
-    """User plus system CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def raise_nofile() -> None:
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        resource.setrlimit(
-            resource.RLIMIT_NOFILE, (1 << 20 if hard == resource.RLIM_INFINITY else hard, hard)
-        )
 
 
 # -- the relay server ----------------------------------------------------------------------
@@ -110,7 +94,7 @@ async def _relay_server() -> None:
 def relay_main() -> None:
     from solrace.server.app import run_on_loop
 
-    raise_nofile()
+    harness.raise_nofile()
     run_on_loop(_relay_server(), "auto")
 
 
@@ -162,7 +146,7 @@ async def _relay_load(port: int, players: int, pace: float, ramp: float, seconds
 def relay_load_main(args: argparse.Namespace) -> None:
     from solrace.server.app import run_on_loop
 
-    raise_nofile()
+    harness.raise_nofile()
     run_on_loop(_relay_load(args.port, args.players, args.pace, args.ramp, args.seconds), "auto")
 
 
