@@ -15,7 +15,8 @@ import asyncio
 import contextlib
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 
@@ -67,6 +68,20 @@ def normalise(text: str) -> str:
         return format_move(parse_move(text))
     except NotationError:
         return text
+
+
+class _Taken(NamedTuple):
+    """A move taken from the socket, applied to its game, as :meth:`MovePath.logged`
+    takes it once logged."""
+
+    session: Session
+    request_id: int
+    notation: str
+    change: Change
+    game: Game
+    held: LocalRoom
+    room: Room
+    player_id: str
 
 
 class MovePath:
@@ -157,13 +172,16 @@ class MovePath:
         """Carry out a move as its frame comes off the socket, if nothing needs awaiting.
 
         That is a move on the player's current revision, in a running race, of a game in
-        memory, on a backend that lives in this process. It is then checked, logged,
-        acked and reported exactly as :meth:`move` would, without a task switch. Every
-        other frame returns False with nothing changed (no token of the rate limit
-        taken), and the connection's task handles it as usual.
+        memory. It is then checked, logged, acked and reported exactly as :meth:`move`
+        would, without a task switch. Where the backend lives in another process (Redis),
+        the append is sent with the pass's others and the ack goes out once it is
+        confirmed (:meth:`_appended`); meanwhile the connection's next requests wait for
+        it (``session.inflight``). Every other frame returns False with nothing changed
+        (no token of the rate limit taken), and the connection's task handles it as
+        usual.
         """
         node = self.node
-        if session.busy or session.lock.locked() or not node.backend.in_process:
+        if session.busy or session.inflight is not None or session.lock.locked():
             return False
         started = time.perf_counter()
         fields = session.codec.decode_move(frame)
@@ -183,36 +201,100 @@ class MovePath:
             return False
         if node.guard.take(session, time.monotonic(), count=False) is not None:
             return False  # the task refuses it, and counts it
+        backend = node.backend
         try:
             change = game.apply(move)
-            at = node.now_ms() - (room.starts_ms or 0)
-            node.backend.append_move_now(room.code, room.race, player_id, rev, notation, at)
         except IllegalMove as error:
             self.refused(session, request_id, error, rev)
-        except ProtocolError as error:  # the log refused it: the game is rebuilt from the log
-            held.games.pop(player_id, None)
+            self._timings.observe(time.perf_counter() - started)
+            return True
+        except Exception as error:
+            self._not_logged(session, request_id, held, room, player_id, error)
+            self._timings.observe(time.perf_counter() - started)
+            return True
+        starts = room.starts_ms or 0
+        at = node.now_ms() - starts
+        if not backend.in_process:
+            pending = backend.append_move_soon(room.code, room.race, player_id, rev, notation, at)
+            session.inflight = pending
+            pending.add_done_callback(
+                partial(
+                    self._appended,
+                    _Taken(session, request_id, notation, change, game, held, room, player_id),
+                    at + starts,
+                    started,
+                )
+            )
+            return True
+        try:
+            backend.append_move_now(room.code, room.race, player_id, rev, notation, at)
+        except Exception as error:
+            self._not_logged(session, request_id, held, room, player_id, error)
+        else:
+            self._report(
+                _Taken(session, request_id, notation, change, game, held, room, player_id),
+                at + starts,
+            )
+        self._timings.observe(time.perf_counter() - started)
+        return True
+
+    def _appended(
+        self, taken: _Taken, now_ms: int, started: float, pending: asyncio.Future[None]
+    ) -> None:
+        """A move taken from the socket is confirmed logged (or not): ack it, or say why."""
+        session = taken.session
+        if session.inflight is pending:
+            session.inflight = None
+        error = (
+            BackendUnavailable("the append was cancelled")
+            if pending.cancelled()
+            else pending.exception()
+        )
+        if error is None:
+            self._report(taken, now_ms)
+        else:
+            self._not_logged(
+                session, taken.request_id, taken.held, taken.room, taken.player_id, error
+            )
+        self._timings.observe(time.perf_counter() - started)
+
+    def _report(self, taken: _Taken, now_ms: int) -> None:
+        """The effects of a move taken from the socket once it is logged."""
+        try:
+            if self.logged(*taken, now_ms):
+                self.flush_now(taken.held)
+        except Exception:  # the move is logged and acked: the room hears of it later
+            log.exception("report_failed", conn=taken.session.conn_id, room=taken.room.code)
+
+    def _not_logged(
+        self,
+        session: Session,
+        request_id: int,
+        held: LocalRoom,
+        room: Room,
+        player_id: str,
+        error: BaseException,
+    ) -> None:
+        """A move applied to the game but not logged: the game is rebuilt from the log on
+        its next use, and the player hears why, as :meth:`move`'s caller would say."""
+        held.games.pop(player_id, None)
+        node = self.node
+        if isinstance(error, ProtocolError):  # the log refused it
             node.push_error(session, request_id, error.code, error.message)
-        except Exception:
-            log.exception(
+        elif isinstance(error, BackendUnavailable):
+            node.push_error(
+                session, request_id, ErrorCode.UNAVAILABLE, "storage is unavailable: try again"
+            )
+        else:
+            log.error(
                 "request_failed",
                 type="move",
                 conn=session.conn_id,
                 room=room.code,
                 player=player_id,
+                exc_info=error,
             )
-            held.games.pop(player_id, None)  # rebuilt from the log
             node.push_error(session, request_id, ErrorCode.INTERNAL, "the server failed")
-        else:
-            try:
-                now = at + (room.starts_ms or 0)
-                if self.logged(
-                    session, request_id, notation, change, game, held, room, player_id, now
-                ):
-                    self.flush_now(held)
-            except Exception:  # the move is logged and acked: the room hears of it later
-                log.exception("report_failed", conn=session.conn_id, room=room.code)
-        self._timings.observe(time.perf_counter() - started)
-        return True
 
     async def move(self, session: Session, req: PlayMove) -> None:
         """A move, from the connection's task."""

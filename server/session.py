@@ -26,6 +26,7 @@ class Session:
         "close",
         "codec",
         "conn_id",
+        "inflight",
         "legal",
         "limiter",
         "lock",
@@ -65,6 +66,9 @@ class Session:
         self.legal = False  # send the legal moves in every ack's delta (hello legal_moves)
         self.bot = False  # the client said in its hello that it is a bot
         self.busy = False  # the connection's task is handling one of its frames
+        # A move taken from the socket whose append is not yet confirmed (a backend in
+        # another process): the connection's next requests wait for it.
+        self.inflight: asyncio.Future[None] | None = None
 
     async def reply(self, message: ServerMessage) -> None:
         """Send a reply, waiting for the socket to take it."""

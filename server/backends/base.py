@@ -6,6 +6,7 @@ for several nodes, a Redis one.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
@@ -259,6 +260,14 @@ class Backend(ABC):
     ) -> None:
         """Log move number ``rev`` (counting from 0) durably, before it is acked, with its
         time in the race (``at_ms``: ms since the race started)."""
+
+    def append_move_soon(
+        self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
+    ) -> asyncio.Future[None]:
+        """:meth:`append_move`, started now: its future is done once the move is logged,
+        or holds the error :meth:`append_move` would raise. A node takes a move from its
+        socket with it, without a task of its own, where the backend is not in process."""
+        return asyncio.ensure_future(self.append_move(code, race, player_id, rev, move, at_ms))
 
     @abstractmethod
     async def log_length(self, code: str, race: int, player_id: str) -> int:

@@ -53,6 +53,7 @@ import contextlib
 import re
 import secrets
 from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import Any
 
 import msgpack
@@ -216,6 +217,28 @@ return nil
 
 _Call = tuple["AsyncScript", list[str], list[Any], "asyncio.Future[Any]"]
 """A script call waiting for its pass's round trip: the script, keys, args, its answer."""
+
+
+def _appended(logged: asyncio.Future[None], answer: asyncio.Future[Any]) -> None:
+    """Settle an append's future from its script's answer (-1: logged, else the log's
+    length), as :meth:`RedisBackend.append_move` would return or raise."""
+    if logged.done():
+        return
+    if answer.cancelled():
+        logged.set_exception(BackendUnavailable("redis: the append was cancelled"))
+        return
+    error = answer.exception()
+    if error is None:
+        length = int(answer.result())
+        if length < 0:
+            logged.set_result(None)
+            return
+        error = ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
+    elif isinstance(error, UNAVAILABLE_ERRORS):
+        unavailable = BackendUnavailable(f"redis: {error}")
+        unavailable.__cause__ = error
+        error = unavailable
+    logged.set_exception(error)
 
 
 def _pack(data: Any) -> bytes:
@@ -690,12 +713,18 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         round trip with the pass's other script calls (:meth:`_batched`); each waits for
         its own answer before it returns.
         """
+        await self.append_move_soon(code, race, player_id, rev, move, at_ms)
+
+    def append_move_soon(
+        self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
+    ) -> asyncio.Future[None]:
+        """:meth:`append_move` as a future, sent with the pass's other script calls."""
         keys = [self._log_key(code, race, player_id), self._room_key(code, "logs")]
         args = [rev, rev + 1, move, self.room_ttl_ms, at_ms]
-        with self._guard():
-            length = int(await self._batched(self._append_move, keys, args))
-        if length >= 0:
-            raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
+        answer = self._batched(self._append_move, keys, args)
+        logged: asyncio.Future[None] = answer.get_loop().create_future()
+        answer.add_done_callback(partial(_appended, logged))
+        return logged
 
     def _batched(
         self, script: AsyncScript, keys: list[str], args: list[Any]

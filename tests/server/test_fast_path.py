@@ -1,8 +1,8 @@
 """Moves taken as their frames come off the socket (Node.take_move), and what it declines.
 
-On the embedded backend a move on the player's current revision is checked, logged,
-acked and reported without a task switch; every other frame goes to the connection's
-task. These tests hold the two ways to the same answers and to the order frames came in.
+A move on the player's current revision is checked, logged, acked and reported without
+a task switch (on Redis, acked once its append, sent with the pass's others, is
+confirmed); every other frame goes to the connection's task. These tests hold the two ways to the same answers and to the order frames came in.
 """
 
 from __future__ import annotations
@@ -169,21 +169,72 @@ async def test_the_rate_limit_holds_for_moves_taken_at_once(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
-async def test_a_backend_in_another_process_leaves_every_move_to_the_task(
+async def test_on_redis_a_move_taken_at_once_is_acked_once_its_append_is_confirmed(
     start_server: ServerFactory,
 ) -> None:
     running = await start_server()
-    raw = await RawClient.open(running.url)
-    code = (await raw.request({"type": "create_room", "variant": "canfield", "countdown": 0}))[
-        "room"
-    ]["code"]
-    assert (await raw.request({"type": "start"}))["type"] == "ok"
-    await raw.recv(lambda f: f.get("type") == "race_started")
+    raw = await open_race(running)
     session = running.node.sessions[raw.player_id]
-    assert running.node.take_move(session, move_frame(50, "d", 0)) is False
-    ack = await raw.request({"type": "move", "move": "d", "rev": 0})
+    code = session.room
+    assert code is not None
+    confirmed_at_push: list[bool] = []
+    push = session.push
+
+    def watched_push(frame: bytes | str) -> None:
+        confirmed_at_push.append(session.inflight is None)
+        push(frame)
+
+    session.push = watched_push
+    assert running.node.take_move(session, move_frame(50, "d", 0)) is True
+    pending = session.inflight
+    assert pending is not None and not pending.done()  # sent with the pass's other calls
+    assert confirmed_at_push == []  # no ack before Redis has the move
+    ack = await raw.recv(lambda f: f.get("id") == 50)
     assert ack["type"] == "ack" and ack["rev"] == 1
+    assert pending.done() and session.inflight is None and confirmed_at_push[0] is True
     assert await running.node.backend.read_moves(code, 1, raw.player_id) == ["d"]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_on_redis_a_move_the_log_refuses_gets_its_error_and_the_game_is_read_again(
+    start_server: ServerFactory,
+) -> None:
+    running = await start_server()
+    raw = await open_race(running)
+    node = running.node
+    session = node.sessions[raw.player_id]
+    code = session.room
+    assert code is not None
+    assert (await raw.request({"type": "move", "move": "d", "rev": 0}))["rev"] == 1
+    # Another node logged a move this node's copy of the game lacks.
+    await node.backend.append_move(code, 1, raw.player_id, 1, "u")
+    assert node.take_move(session, move_frame(51, "d", 1)) is True
+    error = await raw.recv(lambda f: f.get("id") == 51)
+    assert error["type"] == "error" and error["code"] == "stale_revision"
+    assert raw.player_id not in node.held[code].games  # to be rebuilt from the log
+    ack = await raw.request({"type": "move", "move": "d", "rev": 2})
+    assert ack["type"] == "ack" and ack["rev"] == 3
+    assert await node.backend.read_moves(code, 1, raw.player_id) == ["d", "u", "d"]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_on_redis_requests_behind_a_move_in_flight_wait_for_its_ack(
+    start_server: ServerFactory,
+) -> None:
+    running = await start_server()
+    raw = await open_race(running)
+    session = running.node.sessions[raw.player_id]
+    assert running.node.take_move(session, move_frame(52, "d", 0)) is True
+    assert session.inflight is not None
+    # A move on the next revision and a sync, sent before the first move is confirmed:
+    # neither is taken ahead of it, and the sync shows both moves.
+    assert running.node.take_move(session, move_frame(53, "d", 1)) is False
+    raw.ws.transport.write(
+        client_frames({"type": "move", "id": 53, "move": "d", "rev": 1}, {"type": "sync", "id": 54})
+    )
+    replies = [await raw.recv(lambda f: f.get("id") in (52, 53, 54)) for _ in range(3)]
+    assert [(r["id"], r["type"]) for r in replies] == [(52, "ack"), (53, "ack"), (54, "room")]
+    assert replies[2]["room"]["you"]["rev"] == 2
 
 
 async def open_race(running: RunningServer) -> RawClient:
