@@ -113,6 +113,7 @@ def make_backend(config: ServerConfig) -> Backend:
             reconnect_delay=config.redis_reconnect_delay_s,
             max_reconnect_delay=config.redis_max_reconnect_delay_s,
             room_ttl=config.redis_room_ttl_s,
+            commit_window_s=config.commit_window_s,
         )
         return backend
     return EmbeddedBackend(config.data_dir, commit_window_s=config.commit_window_s)

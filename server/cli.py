@@ -17,7 +17,7 @@ from typing import Any
 from ..protocol import Limits
 from .app import LOOPS
 from .backends import BackendUnavailable
-from .backends.embedded import MAX_COMMIT_WINDOW_S
+from .backends.base import MAX_COMMIT_WINDOW_S
 from .config import Budgets, ServerConfig, field_docs
 
 __all__ = ["config_from_args", "masked_url", "register"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import Limits
-from .backends.embedded import COMMIT_WINDOW_S
+from .backends.base import COMMIT_WINDOW_S
 
 __all__ = ["Budgets", "ServerConfig", "field_docs"]
 
@@ -191,9 +191,10 @@ class ServerConfig:
     """The longest race time limit a room may set."""
     max_countdown_s: int = 30
     commit_window_s: float = COMMIT_WINDOW_S
-    """Embedded backend: how long the first write of a group waits for others before the
-    group is committed, and with it the acks of its moves (0: at the end of the event
-    loop's pass). Longer windows cost fewer commits a move at a person's pace."""
+    """How long the first write of a group waits for others before the group goes to the
+    store, and with it the acks of its moves (0: at the end of the event loop's pass):
+    one SQLite commit on the embedded backend, one round trip on Redis. Longer windows
+    cost less a move at a person's pace."""
     progress_interval_s: float = 0.25
     """The shortest time between two progress events of one room on this node: the
     standings its players reached in between are reported together, each player's latest

@@ -159,6 +159,7 @@ class Node:
         if self._stopped:
             return
         self._stopped = True
+        self.backend.draining()
         for held in list(self.held.values()):
             try:
                 await self.moves.flush(held)

@@ -39,6 +39,13 @@ class BackendUnavailable(Exception):
     """The backend cannot be reached now; nothing was written."""
 
 
+COMMIT_WINDOW_S = 0.004
+"""How long the first write of a group waits for others before the group goes to the
+store (seconds): one SQLite commit on the embedded backend, one round trip to Redis."""
+MAX_COMMIT_WINDOW_S = 1.0
+"""The longest commit window a node may be given (seconds)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AccountRecord:
     """An identity that is an account: its name, password hash and when it was made (ms)."""
@@ -99,6 +106,10 @@ class Backend(ABC):
         commit window) commits the open group here, so that no ack, snapshot or event
         ever reaches a client before what it tells of is on disk. Others do nothing.
         """
+
+    def draining(self) -> None:  # noqa: B027 (an optional hook)
+        """The node stops: from now on, writes go to the store without waiting for a
+        window (a node with thousands of rooms reports each in turn as it stops)."""
 
     def commit_due_in(self) -> float:
         """Seconds until the open group of writes is committed (0: none waits for it).

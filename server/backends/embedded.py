@@ -42,7 +42,14 @@ import structlog
 from ...protocol import ErrorCode, ProtocolError
 from ..daily import Entry
 from ..room import Outcome, Room, RoomState
-from .base import Backend, BackendUnavailable, EventHandler, RoomUpdate
+from .base import (
+    COMMIT_WINDOW_S,
+    MAX_COMMIT_WINDOW_S,
+    Backend,
+    BackendUnavailable,
+    EventHandler,
+    RoomUpdate,
+)
 from .embedded_accounts import ACCOUNTS_SCHEMA, EmbeddedAccountsMixin
 
 __all__ = ["EmbeddedBackend"]
@@ -155,11 +162,6 @@ BUDGET_PRUNE_EVERY = 1024
 
 PRUNE_EVERY = 256
 """Commits between two prunings of the journal."""
-
-COMMIT_WINDOW_S = 0.004
-"""How long the first write of a group waits for others before their commit (seconds)."""
-MAX_COMMIT_WINDOW_S = 1.0
-"""The longest commit window a node may be given (seconds)."""
 
 
 class _Log:

@@ -82,7 +82,14 @@ from redis.exceptions import (
 
 from ...protocol import ErrorCode, Progress, ProtocolError
 from ..room import Outcome, Room
-from .base import Backend, BackendUnavailable, EventHandler, ResyncHandler, RoomUpdate
+from .base import (
+    MAX_COMMIT_WINDOW_S,
+    Backend,
+    BackendUnavailable,
+    EventHandler,
+    ResyncHandler,
+    RoomUpdate,
+)
 from .redis_accounts import RedisAccountsMixin
 from .redis_daily import RedisDailyMixin
 
@@ -339,7 +346,13 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         max_reconnect_delay: float = 2.0,
         room_ttl: float | None = 24 * 3600.0,
         max_update_attempts: int = 100,
+        commit_window_s: float = 0.0,
     ) -> None:
+        if not 0.0 <= commit_window_s <= MAX_COMMIT_WINDOW_S:
+            raise ValueError(
+                f"commit_window_s must be between 0 and {MAX_COMMIT_WINDOW_S:g} second"
+            )
+        self.commit_window_s = commit_window_s
         self.url = url
         self.prefix = prefix
         self.socket_timeout = socket_timeout
@@ -383,7 +396,8 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._append_move = self._redis.register_script(_APPEND_MOVE)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
         self._records: dict[str, tuple[bytes, Room]] = {}  # code: (version, record)
-        self._calls: list[_Call] = []  # asked for in this pass, not yet sent
+        self._calls: list[_Call] = []  # asked for in this window, not yet sent
+        self._calls_timer: asyncio.TimerHandle | asyncio.Handle | None = None
         self._sending: set[asyncio.Task[None]] = set()
         self.append_round_trips = 0
         """How many round trips the appends took (a pass's appends share one)."""
@@ -459,7 +473,12 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                 shard.task = asyncio.ensure_future(self._read(shard))
 
     async def close(self) -> None:
-        """Stop the readers and close every connection."""
+        """Send the calls waiting for their window, stop the readers and close every
+        connection."""
+        if self._calls:
+            self._send_calls()
+        if self._sending:
+            await asyncio.wait(list(self._sending), timeout=self.socket_timeout)
         self._closing = True
         placer, self._placer = self._placer, None
         tasks = [shard.task for shard in self._shards.values() if shard.task is not None]
@@ -729,21 +748,41 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     def _batched(
         self, script: AsyncScript, keys: list[str], args: list[Any]
     ) -> asyncio.Future[Any]:
-        """A script call sent with the others asked for in this pass of the event loop.
+        """A script call sent with the others asked for within ``commit_window_s`` of the
+        first (0: in the same pass of the event loop).
 
-        A pass's calls (moves' appends, the swaps of rooms' records that report their
-        standings) go in one round trip: a pipeline of EVALSHA calls on one Redis, or on
-        a cluster one call each, sent at once. Each call gets its own answer, or its own
-        error (a connection error as redis-py raises it).
+        Those calls (moves' appends, the swaps of rooms' records that report their
+        standings, boards) go in one round trip: a pipeline of EVALSHA calls on one
+        Redis, or on a cluster one call each, sent at once. Each call gets its own
+        answer, or its own error (a connection error as redis-py raises it). At a
+        person's pace a pass carries about one move; a window of a few milliseconds
+        gathers dozens into the round trip, whose cost in redis-py is mostly its own.
         """
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Any] = loop.create_future()
         self._calls.append((script, keys, args, answer))
         if len(self._calls) == 1:
-            loop.call_soon(self._send_calls)
+            window = self.commit_window_s
+            self._calls_timer = (
+                loop.call_later(window, self._send_calls)
+                if window > 0
+                else loop.call_soon(self._send_calls)
+            )
         return answer
 
+    def draining(self) -> None:
+        self.commit_window_s = 0.0
+        if self._calls:
+            self._send_calls()
+
+    def has_waiting_calls(self) -> bool:
+        """Whether script calls wait for their window (not yet sent)."""
+        return bool(self._calls)
+
     def _send_calls(self) -> None:
+        if self._calls_timer is not None:
+            self._calls_timer.cancel()
+            self._calls_timer = None
         batch, self._calls = self._calls, []
         task = asyncio.ensure_future(self._run_calls(batch))
         self._sending.add(task)

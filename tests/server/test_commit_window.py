@@ -1,5 +1,5 @@
-"""Embedded backend: the moves of many passes share one commit (``commit_window_s``), and
-no ack leaves before the commit that holds its move."""
+"""The moves of many passes share one commit (``commit_window_s``): one SQLite commit on
+the embedded backend, one round trip on Redis; no ack leaves before its move is stored."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from conftest import TIMEOUT, ServerFactory
+from conftest import TIMEOUT, RunningServer, ServerFactory
 from e2e_support import RawClient
 
+from solrace.server.backends.base import MAX_COMMIT_WINDOW_S
 from solrace.server.backends.embedded import EmbeddedBackend
+from solrace.server.backends.redis import RedisBackend
 from solrace.server.connection import Cork
 
 EMBEDDED = pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+REDIS = pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
 
 PLAYERS = 4
 
@@ -85,9 +88,82 @@ async def test_a_window_of_zero_commits_every_pass(start_server: ServerFactory) 
             await racer.close()
 
 
-def test_a_window_out_of_range_is_refused(tmp_path: Path) -> None:
+@REDIS
+async def test_on_redis_appends_of_several_passes_share_one_round_trip_and_wait_for_it(
+    start_server: ServerFactory,
+) -> None:
+    window = 0.5
+    running = await start_server(commit_window_s=window)
+    backend = running.server.node.backend
+    assert isinstance(backend, RedisBackend)
+    async with asyncio.timeout(TIMEOUT):
+        racers = [await solo_racer(running.url, f"p{n}") for n in range(PLAYERS)]
+        await asyncio.sleep(window * 2)  # the set-up's own calls are sent
+        before = backend.append_round_trips
+        for n, racer in enumerate(racers):
+            await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
+            await asyncio.sleep(0.02)  # each move in a pass of its own
+        # Nothing is sent to Redis, so nothing is acked, until the window is over.
+        assert backend.append_round_trips == before
+        for racer in racers:
+            assert await backend.read_moves(racer_room(running, racer), 1, racer.player_id) == []
+        acks = [await r.recv(lambda f: f["type"] in ("ack", "error")) for r in racers]
+        assert [a["type"] for a in acks] == ["ack"] * PLAYERS, acks
+        assert backend.append_round_trips == before + 1  # the four appends in one
+        for racer in racers:
+            assert await backend.read_moves(racer_room(running, racer), 1, racer.player_id) == ["d"]
+            await racer.close()
+
+
+@REDIS
+async def test_on_redis_a_window_of_zero_sends_every_pass(start_server: ServerFactory) -> None:
+    running = await start_server(commit_window_s=0.0)
+    backend = running.server.node.backend
+    assert isinstance(backend, RedisBackend)
+    async with asyncio.timeout(TIMEOUT):
+        racers = [await solo_racer(running.url, f"p{n}") for n in range(2)]
+        before = backend.append_round_trips
+        for n, racer in enumerate(racers):
+            await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
+            ack = await racer.recv(lambda f: f["type"] in ("ack", "error"))
+            assert ack["type"] == "ack", ack
+        assert backend.append_round_trips == before + 2
+        for racer in racers:
+            await racer.close()
+
+
+@REDIS
+async def test_on_redis_calls_waiting_for_their_window_are_sent_when_the_backend_closes(
+    redis_url: str,
+) -> None:
+    backend = RedisBackend(redis_url, commit_window_s=MAX_COMMIT_WINDOW_S)
+    peer = RedisBackend(redis_url)
+    try:
+        await backend.start()
+        logged = backend.append_move_soon("ROOM0001", 1, "alice", 0, "d", 5)
+        await asyncio.sleep(0.05)
+        assert backend.has_waiting_calls() and not logged.done()
+        async with asyncio.timeout(MAX_COMMIT_WINDOW_S / 2):  # not a window later
+            await backend.close()
+        assert logged.done() and logged.exception() is None
+        assert await peer.read_moves("ROOM0001", 1, "alice") == ["d"]
+    finally:
+        await peer.close()
+
+
+def racer_room(running: RunningServer, racer: RawClient) -> str:
+    code = running.node.sessions[racer.player_id].room
+    assert code is not None
+    return code
+
+
+@pytest.mark.parametrize("make", [EmbeddedBackend, RedisBackend])
+def test_a_window_out_of_range_is_refused(tmp_path: Path, make: type) -> None:
+    where = str(tmp_path) if make is EmbeddedBackend else "redis://127.0.0.1:1"
     with pytest.raises(ValueError, match="commit_window_s"):
-        EmbeddedBackend(tmp_path, commit_window_s=1.5)
+        make(where, commit_window_s=1.5)
+    with pytest.raises(ValueError, match="commit_window_s"):
+        make(where, commit_window_s=-0.1)
 
 
 class Pushed:
