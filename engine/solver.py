@@ -16,10 +16,11 @@ A model's moves may be shortcuts that stand for several of the engine's moves (d
 folded into the waste's moves, in Canfield and Rainbow Canfield); a win's length below
 counts the model's moves. A model may also leave out moves that no winning line needs,
 when every winning line has a form no longer without them (draws put off until the
-card drawn is played, in Rainbow Canfield; in Canfield, a card that may go home moved
-onto the tableau instead, since the state with it at home reaches that one in one move
-and has a card more banked: the proof below then takes, among states whose shortest win
-is shortest, one with the most cards banked), and cut positions it proves lost.
+card drawn is played, in Rainbow Canfield), and cut positions it proves lost. A model's
+state may stand for a class of positions that all reach each other (Canfield's: the
+positions that cards banked at once, each undone by one move, turn into it), when its
+moves cover every move of the class, as its model proves; its shortest win is then the
+least over the class.
 
 The search is a depth-first search over the model's states with one table of the states
 seen (a state is expanded once, however it was reached, so the cycles of the rules, such

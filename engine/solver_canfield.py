@@ -40,43 +40,68 @@ empty (an emptied pile is filled at once, so at most one is empty at a time and 
 order never matters), and once the reserve is empty every empty pile is the same; the
 rules treat the piles alike otherwise.
 
-Safe moves to the foundations (taken alone, without trying anything else). A card ``c``
-of rank ``r`` at the top of a tableau pile, not the pile's only card unless the reserve is
-empty, goes to its foundation at once when that foundation takes it, both foundations of
-the other colour hold ``r - 1`` cards or more, and the other foundation of ``c``'s colour
-holds ``r - 2`` or more. Proof: call *low* the cards of rank ``r - 2`` or less, those of
-rank ``r - 1`` but ``c''`` (the one of the other suit of ``c``'s colour), and ``c``; every low
-card but ``c`` is on the foundations. A card only ever goes on a card one rank above it
-of the other colour, so a card that is not low never goes on a low one (it would have
-rank ``r - 1`` and ``c``'s colour, so be ``c''``, and go on a card of rank ``r`` of the other
-colour, which is not low): in every pile the low cards, if any, are the top of it, and
-no low card is ever a pile's bottom card while the reserve has cards (they are on the
-foundations at ``S`` or are ``c``, and only the reserve fills a pile then). On each
-foundation, too, the low cards lie below every card that is not low. Take any winning
-line ``w`` from the position ``S`` and let ``w'`` be ``c`` to the foundation, then ``w``
-without the moves of low cards (runs that carried low cards on their top carry fewer
-cards). By induction along ``w``, the position of ``w'`` is that of ``w`` with every low
-card on the foundations: every kept move is legal there (it moves cards that are not low
-onto a card that is not low, onto an empty pile, which is empty in both, or onto a
-foundation whose top card is the same in both, and a card it takes from a foundation is
-that foundation's top in both), the reserve fills the same piles at the same moves (a
-pile empties only when its bottom card leaves, and bottom cards are not low while the
-reserve has cards), and the stock and waste never differ. ``w'`` ends won and is no longer
-than ``w``, since ``w`` banks ``c`` somewhere; so from the new position a win is at least one
-move shorter than from ``S``, which is what makes taking the move alone sound for the
-search.
+Cards banked at once, and the positions a state stands for. A card that its foundation
+takes and that lies at a pile's top on a card it fits is banked at once, then the next such
+card, until none is left (:func:`_canon`): the search's states have none. One move undoes
+such a banking: the card goes back from its foundation onto the card it lay on (CF-25: that
+card is a pile's top again and the banked card its foundation's top), so the two positions
+reach each other. A state ``S`` stands for its *class*: the positions that banking such
+cards, one at a time, turns into ``S``. Banking is confluent (banking a card only raises
+its foundation and uncovers the card under it, which never keeps another card from being
+banked), so each position is in one class, and the class of ``S`` is the positions made
+from ``S`` by *bringing down* foundation cards one at a time, each its foundation's top
+then, onto a pile's top card it fits (one brought down before included): of the cards
+brought down, the one of least rank is at a pile's top, on a card it fits, and its
+foundation takes it, so banking them in rank order gives ``S`` back. The positions of a
+class reach each other, so they share a verdict; the *shortest win* of a state (for the
+proof of :mod:`.solver`) is the least, over its class, of the shortest win of a position
+in the model's moves, each one move. The waste's domination below holds position by
+position, hence for classes.
 
-Moves left out: a card that may go to its foundation, where no safe move follows, is not
-also moved alone onto the tableau (from the tableau's top, the reserve or the waste). The
-state ``A`` with the card banked reaches the state ``B`` with it on the tableau by one of the
-model's moves (back from the foundation onto the same pile, CF-25: that pile's top and
-the foundation's are the same in ``A``), so ``B``'s shortest win plus one bounds ``A``'s, and
-``A`` has one card more on the foundations. The search stays complete (:mod:`.solver`):
-among the expanded states with a win, take one whose shortest win is shortest and, of
-those, with the most cards on the foundations; if its best move was one left out, ``A``
-is a child of it with a win no longer and one card more banked.
+Each move from a position ``M`` of the class of ``S`` to ``M'`` either stays in the class,
+or ``S`` has a child whose class holds ``M'``; the children are the states that banking
+turns the positions reached into. By kind of move:
 
-Dead positions, cut without a search: a state, among those checked (the start, and those
+- banking a card brought down, bringing one down onto a card it fits, or moving a card
+  brought down (and those brought down on it) onto a card it fits: ``M'`` is in the class
+  (every card brought down still lies on a card it fits);
+- banking a tableau card of ``S``, the reserve's top or a card of the waste: its suit has
+  no card brought down (one would be above it in the suit while it is not on the
+  foundations), so ``S`` banks it too, and ``M'`` is that child's position with the same
+  cards brought down;
+- a card or run of ``S``'s cards (with any cards brought down on it, which go along and
+  still lie on cards they fit) onto a top card of ``S``'s, or into an empty pile, or the
+  top card of a foundation with no card brought down into an empty pile: ``S`` has the
+  same move, and ``M'`` is in the class of that child. Three such moves are left out: a
+  card that may go home, moved alone onto a pile's top, lies on a card it fits and is
+  banked at once, so that child is the one that banks it; a foundation's top card onto a
+  pile's top card comes back to ``S`` itself; a whole pile into an empty pile changes
+  nothing the key sees;
+- a card or run of ``S``'s cards onto a card brought down, or, with the reserve empty, a
+  foundation card, or a card brought down with those on it, into an empty pile: the
+  *combined moves* ("bring down, then move"). Take ``Y`` onto a card ``F`` brought down:
+  once the other cards brought down are banked, those left are the *stuck* ones, ``F``,
+  the cards under it brought down, and, for each stuck card, the cards above it in its
+  suit (its foundation cannot take them first) and the cards those lie on, and theirs in
+  turn; each of the others can be banked (the least of them in rank is a top, on a card
+  it fits, and no stuck card of its suit is below it). So ``M'`` is in the class of the
+  position with only the stuck cards brought down and then ``Y`` put on ``F``. The
+  expansion brings down, in every order (:func:`_brought_down`), the foundation cards that
+  :func:`_needed` closes over from the cards that a card neither banked nor under the
+  reserve's top goes on: the cards above each in its suit, and the foundation cards one
+  rank above of the other colour; the stuck cards are among them, and bringing them down
+  from the highest rank to the lowest is one of those orders. With the reserve empty and
+  a pile empty, it brings down every foundation card in every order.
+
+So, with shortest wins counted so, the proof of completeness of :mod:`.solver` holds as it
+stands: from a state whose shortest win is ``k``, the position of its class with a win of
+``k`` moves makes a first move that leaves the class (within it, the win would be
+shorter), into the class of a child, whose shortest win is then ``k - 1`` or less. Cards
+safe to bank (the solver's other models) need no rule of their own here: a card lying on
+a card it fits is banked whenever its foundation takes it.
+
+Dead positions, cut without a search (a position's verdict is its class's): a state,
+among those checked (the start, and those
 after a move that took a card from the reserve or the waste: the check costs about as
 much as a state's moves, and those moves change most what it looks at), whose reserve
 has a top card ``X`` that can never leave the reserve. Take any line
@@ -118,7 +143,7 @@ holds, no line ever empties the reserve, and the state has no win.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Final
 
 from .cards import RANK, RED, SUIT
@@ -157,38 +182,6 @@ def _cycle(p: int, n: int) -> int:
     return 0 if p % 3 == 0 or p == n else p
 
 
-# For the safe moves, by card: its suit, the rank below it, the suits of the other colour,
-# and the other suit of its colour.
-_SAFE: Final[tuple[tuple[int, int, int, int, int], ...]] = tuple(
-    (
-        SUIT[c],
-        RANK[c] - 1,
-        *((0, 3) if RED[c] else (1, 2)),
-        {0: 3, 3: 0, 1: 2, 2: 1}[SUIT[c]],
-    )
-    for c in range(52)
-)
-
-
-def _safe_pile(
-    piles: tuple[bytes, ...], found: tuple[int, ...], rc: int, among: Iterable[int]
-) -> int:
-    """The first pile of ``among`` whose top card goes to its foundation as a safe move
-    (module docstring), or -1."""
-    for i in among:
-        pile = piles[i]
-        if pile and (rc == 0 or len(pile) > 1):
-            s, need, o1, o2, twin = _SAFE[pile[-1]]
-            if (
-                found[s] == need
-                and found[o1] >= need
-                and found[o2] >= need
-                and found[twin] >= need - 1
-            ):
-                return i
-    return -1
-
-
 # The two cards that go on each card (one rank below, the other colour); none on an Ace.
 _BELOW: Final[tuple[tuple[int, ...], ...]] = tuple(
     () if RANK[c] == 1 else tuple(s * 13 + RANK[c] - 2 for s in range(4) if (s in (1, 2)) != RED[c])
@@ -205,6 +198,7 @@ _ABOVE: Final[tuple[tuple[int, ...], ...]] = tuple(
 _RANKS: Final = (1 << 13) - 1
 _ACES: Final = 1 | 1 << 13 | 1 << 26 | 1 << 39
 _KINGS: Final = _ACES << 12
+_ALL: Final = (1 << 52) - 1
 # By card, the cards it goes on, as a set of bits (card ``c`` is bit ``c``).
 _ABOVE_BITS: Final[tuple[int, ...]] = tuple(sum(1 << a for a in _ABOVE[c]) for c in range(52))
 # By suit and height, the cards of that suit below that height.
@@ -319,31 +313,110 @@ def _reserve_stuck(
     return True
 
 
+def _canon(
+    piles: tuple[bytes, ...], found: tuple[int, ...], runs_only: bool, actions: list[Action]
+) -> tuple[tuple[bytes, ...], tuple[int, ...]]:
+    """Bank every card that its foundation takes and that lies at a pile's top on a card it
+    fits, one at a time until none is left (module docstring), adding the moves to
+    ``actions``."""
+    while True:
+        for i in range(len(piles)):
+            pile = piles[i]
+            if len(pile) > 1:
+                c = pile[-1]
+                if found[c // 13] == c % 13 and (runs_only or _FITS[c][pile[-2]]):
+                    break
+        else:
+            return piles, found
+        f = list(found)
+        f[c // 13] += 1
+        found = tuple(f)
+        pl = list(piles)
+        pl[i] = pile[:-1]
+        piles = tuple(pl)
+        actions.append((c, 1, TO_FOUNDATION))
+
+
+Member = tuple[tuple[bytes, ...], tuple[int, ...], tuple[Action, ...]]
+
+
+def _takes_any(cards: int) -> int:
+    """The cards that some card of ``cards`` goes on (one rank above, the other colour)."""
+    red = ((cards >> 13 | cards >> 26) & _RANKS) << 1 & _RANKS
+    black = ((cards | cards >> 39) & _RANKS) << 1 & _RANKS
+    return black << 13 | black << 26 | red | red << 39
+
+
+def _needed(onf: int, cards: int) -> int:
+    """The foundation cards (``onf``) that bringing down ``cards`` may need brought down
+    too, with ``cards`` (sets of bits): the cards above each in its suit, and those one rank
+    above of the other colour (for it to lie on), and theirs in turn."""
+    need = cards
+    while True:
+        more = need
+        for s in (0, 13, 26, 39):
+            bits = need >> s & _RANKS
+            if bits:
+                more |= onf & ~(((bits & -bits) << s) - 1) & (_RANKS << s)
+        more |= _takes_any(need) & onf
+        if more == need:
+            return need
+        need = more
+
+
+def _brought_down(piles: tuple[bytes, ...], found: tuple[int, ...], allowed: int) -> list[Member]:
+    """Other positions of the class of ``(piles, found)`` (module docstring): each with
+    foundation cards of ``allowed`` brought down onto pile tops they fit, one at a time, and
+    the moves."""
+    members: list[Member] = []
+    stack: list[Member] = [(piles, found, ())]
+    seen: set[tuple[tuple[bytes, ...], tuple[int, ...]]] = set()
+    while stack:
+        pl, f, acts = stack.pop()
+        for s in range(4):
+            h = f[s]
+            if not 0 < h < 13:
+                continue
+            c = s * 13 + h - 1
+            if not allowed >> c & 1:
+                continue
+            fits = _FITS[c]
+            for j, pile in enumerate(pl):
+                if pile and fits[pile[-1]]:
+                    npl = (*pl[:j], pile + bytes((c,)), *pl[j + 1 :])
+                    nf = (*f[:s], h - 1, *f[s + 1 :])
+                    if (npl, nf) in seen:
+                        continue
+                    seen.add((npl, nf))
+                    member = (npl, nf, (*acts, (c, 1, pile[-1])))
+                    stack.append(member)
+                    members.append(member)
+    return members
+
+
 class CanfieldModel:
     """Canfield for the search: start, moves (best first), key and win test."""
 
     def __init__(self, game: Game) -> None:
         self.reserve = bytes(game.reserve)
-        # the sizes of the reserve and of the waste and stock in the state being expanded
-        self._rc, self._n = len(game.reserve), 0
+        # by the reserve's count, the cards under its top card, as a set of bits
+        self._under = [
+            sum(1 << c for c in self.reserve[: max(k - 1, 0)]) for k in range(len(self.reserve) + 1)
+        ]
         found = [0, 0, 0, 0]
         for f in game.foundations:
             if f:
                 found[SUIT[f[-1]]] = len(f)
         seq = bytes(game.waste) + bytes(reversed(game.stock))
         piles = tuple(bytes(p) for p in game.tableau)
-        actions: list[Action] = []
-        self.root: State = (
-            *self._settle(
-                (piles, tuple(found), len(game.reserve), seq, _cycle(len(game.waste), len(seq))),
-                actions,
-            ),
-            True,
-        )
-        self.root_actions: tuple[Action, ...] = tuple(actions)
         # In play every pile is one run (cards only ever go on a card they fit); a position
         # set up otherwise has its runs worked out pile by pile.
         self.runs_only = all(not pile or _run_length(pile) == len(pile) for pile in piles)
+        actions: list[Action] = []
+        piles, nf = _canon(piles, tuple(found), self.runs_only, actions)
+        p = _cycle(len(game.waste), len(seq))
+        self.root: State = (piles, nf, len(game.reserve), seq, p, True)
+        self.root_actions: tuple[Action, ...] = tuple(actions)
 
     def key(self, state: State) -> Key:
         piles, found, rc, _, p, _ = state
@@ -387,48 +460,28 @@ class CanfieldModel:
     def priority(state: State) -> int:
         return state[2] * 4 + (len(state[3]) - sum(state[1])) // 4
 
-    def _settle(self, state: Pos, actions: list[Action]) -> Pos:
-        """Take the safe foundation moves (module docstring) until none is left."""
-        piles, found, rc, seq, p = state
-        while True:
-            i = _safe_pile(piles, found, rc, range(len(piles)))
-            if i < 0:
-                return (piles, found, rc, seq, p)
-            pile = piles[i]
-            c = pile[-1]
-            f = list(found)
-            f[SUIT[c]] += 1
-            found = tuple(f)
-            pl = list(piles)
-            pl[i] = pile[:-1]
-            piles = tuple(pl)
-            actions.append((c, 1, TO_FOUNDATION))
-
-    def _child(
-        self, out: list[Child], action: Action, state: Pos, check: tuple[int, ...] = ()
-    ) -> None:
-        """Add the child ``state`` reached by ``action``, after the safe moves. A move that
-        leaves the foundations and the reserve as they were passes in ``check`` the piles
-        whose top it changed: only those tops may be safe, the state it leaves being settled."""
-        actions = [action]
-        piles, found, rc, seq, p = state
-        if not check or _safe_pile(piles, found, rc, check) >= 0:
-            state = self._settle(state, actions)
-            piles, found, rc, seq, p = state
-        key = b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc))
-        check_next = rc < self._rc or len(seq) < self._n
-        out.append((tuple(actions), (piles, found, rc, seq, p, check_next), (key, p)))
-
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, seq, p, new = state
         reserve = self.reserve
         if new and rc and _reserve_stuck(piles, found, reserve[:rc], seq, p):
             return []  # the reserve's top card can never leave it: no win
-        self._rc, self._n = rc, len(seq)
         out: list[Child] = []
-        child = self._child
+        append = out.append
         runs_only = self.runs_only
         n = len(seq)
+
+        def child(
+            actions: list[Action],
+            pl: tuple[bytes, ...],
+            f: tuple[int, ...],
+            nrc: int,
+            nseq: bytes,
+            np: int,
+        ) -> None:
+            pl, f = _canon(pl, f, runs_only, actions)
+            key = b"\xff".join(sorted(pl)) + b"\xfe" + bytes((*f, nrc))
+            append((tuple(actions), (pl, f, nrc, nseq, np, nrc < rc or len(nseq) < n), (key, np)))
+
         top_r = reserve[rc - 1] if rc else -1
         wanted: dict[int, list[int]] = {}  # a card: the piles whose top it goes on
         empty = -1
@@ -441,15 +494,15 @@ class CanfieldModel:
         if rc:
             empty = -1  # CF-15: no move fills a pile while the reserve has cards
 
-        def taken(i: int, k: int) -> tuple[list[bytes], int]:
-            pl = list(piles)
-            rest = piles[i][:-k]
+        def taken(pl: tuple[bytes, ...], i: int, k: int) -> tuple[list[bytes], int]:
+            out_pl = list(pl)
+            rest = pl[i][:-k]
             nrc = rc
             if not rest and rc:
                 rest = reserve[rc - 1 : rc]
                 nrc = rc - 1
-            pl[i] = rest
-            return pl, nrc
+            out_pl[i] = rest
+            return out_pl, nrc
 
         # Waste positions reachable by draws and redeals.
         qs: list[int] = []
@@ -458,61 +511,55 @@ class CanfieldModel:
                 qs.extend(range(p, n, 3))
             qs.extend(range(3, n, 3))
             qs.append(n)
-        # 1. to the foundations; ``home``: the cards banked so with no safe move after
+        # 1. to the foundations
         for i, pile in enumerate(piles):
             if pile:
                 c = pile[-1]
-                if found[SUIT[c]] == RANK[c] - 1:
-                    pl, nrc = taken(i, 1)
+                if found[c // 13] == c % 13:
+                    pl, nrc = taken(piles, i, 1)
                     f = list(found)
-                    f[SUIT[c]] += 1
-                    child(out, (c, 1, TO_FOUNDATION), (tuple(pl), tuple(f), nrc, seq, p))
-        if rc and found[SUIT[top_r]] == RANK[top_r] - 1:
+                    f[c // 13] += 1
+                    child([(c, 1, TO_FOUNDATION)], tuple(pl), tuple(f), nrc, seq, p)
+        if rc and found[top_r // 13] == top_r % 13:
             f = list(found)
-            f[SUIT[top_r]] += 1
-            child(out, (top_r, 1, TO_FOUNDATION), (piles, tuple(f), rc - 1, seq, p))
+            f[top_r // 13] += 1
+            child([(top_r, 1, TO_FOUNDATION)], piles, tuple(f), rc - 1, seq, p)
+            top_home = True
+        else:
+            top_home = False
         for q in qs:
             c = seq[q - 1]
-            if found[SUIT[c]] == RANK[c] - 1:
+            if found[c // 13] == c % 13:
                 f = list(found)
-                f[SUIT[c]] += 1
+                f[c // 13] += 1
                 nseq = seq[: q - 1] + seq[q:]
-                child(out, (c, 1, TO_FOUNDATION), (piles, tuple(f), rc, nseq, _cycle(q - 1, n - 1)))
-        home = {ch[0][0][0] for ch in out if len(ch[0]) == 1}
+                child([(c, 1, TO_FOUNDATION)], piles, tuple(f), rc, nseq, _cycle(q - 1, n - 1))
+        # A card that may go home is not moved alone onto the tableau (module docstring).
         # 2. the reserve to the tableau
-        if rc and top_r not in home:
+        if rc and not top_home:
             for j in wanted.get(top_r, ()):
                 tg = piles[j]
                 pl = list(piles)
                 pl[j] = tg + reserve[rc - 1 : rc]
-                child(
-                    out,
-                    (top_r, 1, tg[-1]),
-                    (tuple(pl), found, rc - 1, seq, p),
-                    (j,) if rc > 1 else (),
-                )
+                child([(top_r, 1, tg[-1])], tuple(pl), found, rc - 1, seq, p)
         # 3. whole piles onto another pile (the reserve refills them)
         if rc:
             for i, pile in enumerate(piles):
                 if not runs_only and _run_length(pile) < len(pile):
                     continue
-                if len(pile) == 1 and pile[0] in home:
+                b = pile[0]
+                if len(pile) == 1 and found[b // 13] == b % 13:
                     continue
-                for j in wanted.get(pile[0], ()):
+                for j in wanted.get(b, ()):
                     tg = piles[j]
-                    pl, nrc = taken(i, len(pile))
+                    pl, nrc = taken(piles, i, len(pile))
                     pl[j] = tg + pile
-                    child(
-                        out,
-                        (pile[0], len(pile), tg[-1]),
-                        (tuple(pl), found, nrc, seq, p),
-                        (j,) if nrc else (),
-                    )
+                    child([(b, len(pile), tg[-1])], tuple(pl), found, nrc, seq, p)
         # 4. the waste to the tableau
         for q in qs:
             c = seq[q - 1]
             js = wanted.get(c, ())
-            if (not js and empty < 0) or c in home:
+            if (not js and empty < 0) or found[c // 13] == c % 13:
                 continue
             nseq = seq[: q - 1] + seq[q:]
             np = _cycle(q - 1, n - 1)
@@ -521,11 +568,11 @@ class CanfieldModel:
                 tg = piles[j]
                 pl = list(piles)
                 pl[j] = tg + card
-                child(out, (c, 1, tg[-1]), (tuple(pl), found, rc, nseq, np), (j,))
+                child([(c, 1, tg[-1])], tuple(pl), found, rc, nseq, np)
             if empty >= 0:
                 pl = list(piles)
                 pl[empty] = card
-                child(out, (c, 1, TO_EMPTY), (tuple(pl), found, rc, nseq, np), (empty,))
+                child([(c, 1, TO_EMPTY)], tuple(pl), found, rc, nseq, np)
         # 5. other runs between tableau piles
         for i, pile in enumerate(piles):
             if not pile:
@@ -548,41 +595,100 @@ class CanfieldModel:
                 ks = list(range(1, run + 1))
             for k in ks:
                 c = pile[-k]
-                if k == 1 and c in home:
+                if k == 1 and found[c // 13] == c % 13:
                     continue
                 whole = k == size
                 if whole and rc:
                     continue  # 3. above
                 for j in wanted.get(c, ()):
                     tg = piles[j]
-                    pl, nrc = taken(i, k)
+                    pl, nrc = taken(piles, i, k)
                     pl[j] = tg + pile[-k:]
-                    child(out, (c, k, tg[-1]), (tuple(pl), found, nrc, seq, p), (i, j))
+                    child([(c, k, tg[-1])], tuple(pl), found, nrc, seq, p)
                 if empty >= 0 and not whole:
                     pl = list(piles)
                     pl[i] = pile[:-k]
                     pl[empty] = pile[-k:]
-                    child(out, (c, k, TO_EMPTY), (tuple(pl), found, rc, seq, p), (i, empty))
-        # 6. foundations back to the tableau
-        for s in range(4):
-            h = found[s]
-            if not h:
-                continue
-            c = s * 13 + h - 1
-            js = wanted.get(c, ())
-            if not js and empty < 0:
-                continue
-            f = list(found)
-            f[s] -= 1
-            nf = tuple(f)
-            card = bytes((c,))
-            for j in js:
-                tg = piles[j]
-                pl = list(piles)
-                pl[j] = tg + card
-                child(out, (c, 1, tg[-1]), (tuple(pl), nf, rc, seq, p), (j,))
-            if empty >= 0:
-                pl = list(piles)
-                pl[empty] = card
-                child(out, (c, 1, TO_EMPTY), (tuple(pl), nf, rc, seq, p), (empty,))
+                    child([(c, k, TO_EMPTY)], tuple(pl), found, rc, seq, p)
+        # 6. a foundation's top card into an empty pile (onto a pile's top card it would be
+        #    banked again at once)
+        if empty >= 0:
+            for s in range(4):
+                h = found[s]
+                if h:
+                    pl = list(piles)
+                    pl[empty] = bytes((s * 13 + h - 1,))
+                    f = list(found)
+                    f[s] -= 1
+                    child([(s * 13 + h - 1, 1, TO_EMPTY)], tuple(pl), tuple(f), rc, seq, p)
+        # 7. moves of the positions that foundation cards brought down stand for: a card or
+        #    run onto one of them (only those with a card that may go on them matter)
+        onf = (
+            _BANKED[0][found[0]]
+            | _BANKED[1][found[1]]
+            | _BANKED[2][found[2]]
+            | _BANKED[3][found[3]]
+        )
+        # the cards that one neither on the foundations nor under the reserve's top goes on;
+        # with the reserve empty, any foundation card may go into an empty pile
+        free = _ALL & ~onf & ~self._under[rc]
+        targets = onf if empty >= 0 else onf & ~_KINGS & _takes_any(free)
+        if not targets:
+            return out
+        members = _brought_down(piles, found, _needed(onf, targets))
+        base = [len(pile) for pile in piles]
+        for mp, mf, acts in members:
+            for j, pile in enumerate(mp):
+                if len(pile) == base[j]:
+                    continue
+                top = pile[-1]  # brought down: put a card or a run on it
+                for y in _BELOW[top]:
+                    alone = mf[y // 13] == y % 13  # it may go home: banked again at once
+                    if rc and y == top_r and not alone:
+                        pl = list(mp)
+                        pl[j] = pile + reserve[rc - 1 : rc]
+                        child([*acts, (y, 1, top)], tuple(pl), mf, rc - 1, seq, p)
+                    if not alone:
+                        for q in qs:
+                            if seq[q - 1] == y:
+                                pl = list(mp)
+                                pl[j] = pile + seq[q - 1 : q]
+                                nseq = seq[: q - 1] + seq[q:]
+                                child(
+                                    [*acts, (y, 1, top)],
+                                    tuple(pl),
+                                    mf,
+                                    rc,
+                                    nseq,
+                                    _cycle(q - 1, n - 1),
+                                )
+                    for i, src in enumerate(mp):
+                        at = src.find(y)
+                        if i == j or at < 0 or at >= base[i]:
+                            continue
+                        k = len(src) - at
+                        if (k == 1 and alone) or (not runs_only and _run_length(src) < k):
+                            continue
+                        pl, nrc = taken(mp, i, k)
+                        pl[j] = pile + src[at:]
+                        child([*acts, (y, k, top)], tuple(pl), mf, nrc, seq, p)
+            if empty >= 0:  # a card under those brought down, or one of them, to the empty pile
+                for s in range(4):
+                    h = mf[s]
+                    if 0 < h < found[s]:
+                        pl = list(mp)
+                        pl[empty] = bytes((s * 13 + h - 1,))
+                        f = list(mf)
+                        f[s] -= 1
+                        child(
+                            [*acts, (s * 13 + h - 1, 1, TO_EMPTY)], tuple(pl), tuple(f), rc, seq, p
+                        )
+                for i, src in enumerate(mp):
+                    for at in range(base[i], len(src)):
+                        pl = list(mp)
+                        pl[i] = src[:at]
+                        pl[empty] = src[at:]
+                        child(
+                            [*acts, (src[at], len(src) - at, TO_EMPTY)], tuple(pl), mf, rc, seq, p
+                        )
         return out

@@ -414,3 +414,53 @@ def test_the_search_with_dives_is_as_exhaustive_as_depth_first(
         else:
             lost += exhausted
     assert lost >= 5 and won >= 5
+
+
+# Canfield where the reserve's top card JS can leave only onto a red Queen, and both are
+# their foundations' top cards: one must be brought down onto KS or KC first. No pile can
+# empty: QS and QC cover the red Kings and go nowhere else, and 10S and JC, which JS, QS
+# and QC need to go home, are under JS. The state with QH banked stands for the position
+# with QH on KS, so the search needs the combined move "QH onto KS, then JS onto QH" (or
+# the same with QD or KC) to win.
+BRING_DOWN = {
+    "foundations": [
+        suit_run("C", 1, 10),
+        suit_run("D", 1, 12),
+        suit_run("H", 1, 12),
+        suit_run("S", 1, 9),
+    ],
+    "tableau": ["KH QS", "KD QC", "KS", "KC"],
+    "reserve": "JC 10S JS",
+}
+
+
+def test_a_card_put_on_a_foundation_card_brought_down_wins_by_both_searches() -> None:
+    game = build(CF, **BRING_DOWN)  # type: ignore[arg-type]
+    assert plain_search(game, max_positions=20_000) is True
+    outcome = solve_position(game, budget_s=None, max_nodes=20_000)
+    assert outcome.verdict is Verdict.WINNABLE and outcome.moves is not None
+    texts = [format_move(m) for m in outcome.moves]
+    for move in outcome.moves:
+        game.apply(move)
+    assert game.status is Status.WON
+    assert texts[0].startswith("f"), texts  # a red Queen brought down first
+
+
+def test_a_card_its_foundation_takes_on_a_card_it_fits_is_banked_in_the_state() -> None:
+    # QH on KS with hearts at J, and QH banked, are one state of the search.
+    on_king = {
+        **BRING_DOWN,
+        "foundations": [
+            suit_run("C", 1, 10),
+            suit_run("D", 1, 12),
+            suit_run("H", 1, 11),
+            suit_run("S", 1, 9),
+        ],
+        "tableau": ["KH QS", "KD QC", "KS QH", "KC"],
+    }
+    game = build(CF, **on_king)  # type: ignore[arg-type]
+    model, other = CanfieldModel(game), CanfieldModel(build(CF, **BRING_DOWN))  # type: ignore[arg-type]
+    assert model.key(model.root) == other.key(other.root)
+    assert model.root_actions == ((parse_card("QH"), 1, -2),)
+    assert plain_search(game, max_positions=20_000) is True
+    assert solve_position(game, budget_s=None, max_nodes=20_000).verdict is Verdict.WINNABLE
