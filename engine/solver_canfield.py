@@ -85,13 +85,17 @@ turns the positions reached into. By kind of move:
   suit (its foundation cannot take them first) and the cards those lie on, and theirs in
   turn; each of the others can be banked (the least of them in rank is a top, on a card
   it fits, and no stuck card of its suit is below it). So ``M'`` is in the class of the
-  position with only the stuck cards brought down and then ``Y`` put on ``F``. The
-  expansion brings down, in every order (:func:`_brought_down`), the foundation cards that
-  :func:`_needed` closes over from the cards that a card neither banked nor under the
-  reserve's top goes on: the cards above each in its suit, and the foundation cards one
-  rank above of the other colour; the stuck cards are among them, and bringing them down
-  from the highest rank to the lowest is one of those orders. With the reserve empty and
-  a pile empty, it brings down every foundation card in every order.
+  position with only the stuck cards brought down and then ``Y`` put on ``F``. For each
+  foundation card ``F`` (not a King) that a card of the tableau, the reserve's top or the
+  waste (at a position its moves reach) goes on, the expansion makes every such position
+  (:func:`_stuck_down`): ``F`` and the cards above it in its suit, then, from the highest
+  rank down, for each a card to lie on, a pile's top card of ``S`` or a foundation card
+  (not a King) that then comes down with the cards above it in its suit, each holding
+  one card; it brings them down from the highest rank to the lowest (each lies on one of
+  higher rank, and the cards above it in its suit come down first), and ``F``, the lowest,
+  is a top. With the reserve empty and a pile empty, it brings down every foundation card,
+  from the highest rank to the lowest in every way (:func:`_brought_down`), and tries the
+  combined moves from each position so made.
 
 So, with shortest wins counted so, the proof of completeness of :mod:`.solver` holds as it
 stands: from a state whose shortest win is ``k``, the position of its class with a win of
@@ -198,7 +202,6 @@ _ABOVE: Final[tuple[tuple[int, ...], ...]] = tuple(
 _RANKS: Final = (1 << 13) - 1
 _ACES: Final = 1 | 1 << 13 | 1 << 26 | 1 << 39
 _KINGS: Final = _ACES << 12
-_ALL: Final = (1 << 52) - 1
 # By card, the cards it goes on, as a set of bits (card ``c`` is bit ``c``).
 _ABOVE_BITS: Final[tuple[int, ...]] = tuple(sum(1 << a for a in _ABOVE[c]) for c in range(52))
 # By suit and height, the cards of that suit below that height.
@@ -347,35 +350,20 @@ def _takes_any(cards: int) -> int:
     return black << 13 | black << 26 | red | red << 39
 
 
-def _needed(onf: int, cards: int) -> int:
-    """The foundation cards (``onf``) that bringing down ``cards`` may need brought down
-    too, with ``cards`` (sets of bits): the cards above each in its suit, and those one rank
-    above of the other colour (for it to lie on), and theirs in turn."""
-    need = cards
-    while True:
-        more = need
-        for s in (0, 13, 26, 39):
-            bits = need >> s & _RANKS
-            if bits:
-                more |= onf & ~(((bits & -bits) << s) - 1) & (_RANKS << s)
-        more |= _takes_any(need) & onf
-        if more == need:
-            return need
-        need = more
-
-
 def _brought_down(piles: tuple[bytes, ...], found: tuple[int, ...], allowed: int) -> list[Member]:
     """Other positions of the class of ``(piles, found)`` (module docstring): each with
-    foundation cards of ``allowed`` brought down onto pile tops they fit, one at a time, and
+    foundation cards of ``allowed`` brought down onto pile tops they fit, one at a time from
+    the highest rank to the lowest (suits in a fixed order within a rank), so each once, and
     the moves."""
     members: list[Member] = []
-    stack: list[Member] = [(piles, found, ())]
-    seen: set[tuple[tuple[bytes, ...], tuple[int, ...]]] = set()
+    stack: list[tuple[tuple[bytes, ...], tuple[int, ...], tuple[Action, ...], int]] = [
+        (piles, found, (), 99)
+    ]
     while stack:
-        pl, f, acts = stack.pop()
+        pl, f, acts, last = stack.pop()
         for s in range(4):
             h = f[s]
-            if not 0 < h < 13:
+            if not 0 < h < 13 or (h - 1) * 4 + s >= last:
                 continue
             c = s * 13 + h - 1
             if not allowed >> c & 1:
@@ -385,13 +373,52 @@ def _brought_down(piles: tuple[bytes, ...], found: tuple[int, ...], allowed: int
                 if pile and fits[pile[-1]]:
                     npl = (*pl[:j], pile + bytes((c,)), *pl[j + 1 :])
                     nf = (*f[:s], h - 1, *f[s + 1 :])
-                    if (npl, nf) in seen:
-                        continue
-                    seen.add((npl, nf))
-                    member = (npl, nf, (*acts, (c, 1, pile[-1])))
-                    stack.append(member)
-                    members.append(member)
+                    nacts = (*acts, (c, 1, pile[-1]))
+                    stack.append((npl, nf, nacts, (h - 1) * 4 + s))
+                    members.append((npl, nf, nacts))
     return members
+
+
+def _stuck_down(piles: tuple[bytes, ...], found: tuple[int, ...], card: int) -> list[Member]:
+    """The positions of the class of ``(piles, found)`` with foundation card ``card`` brought
+    down at a pile's top and only the cards that must stay brought down under a card put
+    on it (module docstring): those above each in its suit, and those each lies on. Each
+    card, from the highest rank down, lies on a pile's top card of ``piles`` or on one
+    of them, each holding one."""
+    tops = {pile[-1] for pile in piles if pile}
+    out: list[Member] = []
+
+    def above(c: int) -> list[int]:
+        s = c // 13
+        return list(range(c + 1, s * 13 + found[s]))
+
+    def place(todo: list[int], stuck: set[int], on: dict[int, int], used: set[int]) -> None:
+        if not todo:
+            pl = list(piles)
+            f = list(found)
+            acts: list[Action] = []
+            for c in sorted(on, key=lambda c: -(c % 13)):
+                t = on[c]
+                j = next(j for j, pile in enumerate(pl) if pile and pile[-1] == t)
+                pl[j] += bytes((c,))
+                f[c // 13] -= 1
+                acts.append((c, 1, t))
+            out.append((tuple(pl), tuple(f), tuple(acts)))
+            return
+        c = max(todo, key=lambda c: c % 13)  # the highest rank left: its card to lie on
+        rest = [d for d in todo if d != c]
+        for a in _ABOVE[c]:
+            if a in used:
+                continue
+            if a in tops or a in stuck:
+                place(rest, stuck, {**on, c: a}, used | {a})
+            elif found[a // 13] > a % 13 and a % 13 < 12:  # on its foundation, not a King
+                more = [a, *(d for d in above(a) if d not in stuck)]
+                place(rest + more, stuck | set(more), {**on, c: a}, used | {a})
+
+    first = [card, *above(card)]
+    place(first, set(first), {}, set())
+    return out
 
 
 class CanfieldModel:
@@ -399,10 +426,6 @@ class CanfieldModel:
 
     def __init__(self, game: Game) -> None:
         self.reserve = bytes(game.reserve)
-        # by the reserve's count, the cards under its top card, as a set of bits
-        self._under = [
-            sum(1 << c for c in self.reserve[: max(k - 1, 0)]) for k in range(len(self.reserve) + 1)
-        ]
         found = [0, 0, 0, 0]
         for f in game.foundations:
             if f:
@@ -629,14 +652,43 @@ class CanfieldModel:
             | _BANKED[2][found[2]]
             | _BANKED[3][found[3]]
         )
-        # the cards that one neither on the foundations nor under the reserve's top goes on;
-        # with the reserve empty, any foundation card may go into an empty pile
-        free = _ALL & ~onf & ~self._under[rc]
-        targets = onf if empty >= 0 else onf & ~_KINGS & _takes_any(free)
-        if not targets:
+        # the foundation cards that a card of the tableau, the reserve's top or the waste
+        # (where its moves reach) goes on; with the reserve empty, any foundation card may
+        # go into an empty pile
+        movable = 0
+        for pile in piles:
+            for c in pile:
+                movable |= 1 << c
+        if rc:
+            movable |= 1 << top_r
+        for q in qs:
+            movable |= 1 << seq[q - 1]
+        targets = onf & ~_KINGS & _takes_any(movable)
+        if empty >= 0:
+            members = _brought_down(piles, found, onf)
+        elif targets:
+            members = []
+            rest = targets
+            while rest:
+                low = rest & -rest
+                rest ^= low
+                members.extend(_stuck_down(piles, found, low.bit_length() - 1))
+        else:
             return out
-        members = _brought_down(piles, found, _needed(onf, targets))
         base = [len(pile) for pile in piles]
+        # where each card that may go on a card brought down lies: (pile, index) in the
+        # tableau (the bottom of a run to the top), -1 for the reserve's top, or a waste move
+        where: dict[int, list[tuple[int, int]]] = {}
+        for i, pile in enumerate(piles):
+            for at, c in enumerate(pile):
+                if targets & _ABOVE_BITS[c]:
+                    where.setdefault(c, []).append((i, at))
+        if rc and targets & _ABOVE_BITS[top_r]:
+            where.setdefault(top_r, []).append((-1, 0))
+        for q in qs:
+            c = seq[q - 1]
+            if targets & _ABOVE_BITS[c]:
+                where.setdefault(c, []).append((-2, q))
         for mp, mf, acts in members:
             for j, pile in enumerate(mp):
                 if len(pile) == base[j]:
@@ -644,34 +696,29 @@ class CanfieldModel:
                 top = pile[-1]  # brought down: put a card or a run on it
                 for y in _BELOW[top]:
                     alone = mf[y // 13] == y % 13  # it may go home: banked again at once
-                    if rc and y == top_r and not alone:
-                        pl = list(mp)
-                        pl[j] = pile + reserve[rc - 1 : rc]
-                        child([*acts, (y, 1, top)], tuple(pl), mf, rc - 1, seq, p)
-                    if not alone:
-                        for q in qs:
-                            if seq[q - 1] == y:
-                                pl = list(mp)
-                                pl[j] = pile + seq[q - 1 : q]
-                                nseq = seq[: q - 1] + seq[q:]
-                                child(
-                                    [*acts, (y, 1, top)],
-                                    tuple(pl),
-                                    mf,
-                                    rc,
-                                    nseq,
-                                    _cycle(q - 1, n - 1),
-                                )
-                    for i, src in enumerate(mp):
-                        at = src.find(y)
-                        if i == j or at < 0 or at >= base[i]:
+                    for i, at in where.get(y, ()):
+                        if i >= 0:
+                            if i == j:
+                                continue
+                            src = mp[i]
+                            k = len(src) - at
+                            if (k == 1 and alone) or (not runs_only and _run_length(src) < k):
+                                continue
+                            pl, nrc = taken(mp, i, k)
+                            pl[j] = pile + src[at:]
+                            child([*acts, (y, k, top)], tuple(pl), mf, nrc, seq, p)
+                        elif alone:
                             continue
-                        k = len(src) - at
-                        if (k == 1 and alone) or (not runs_only and _run_length(src) < k):
-                            continue
-                        pl, nrc = taken(mp, i, k)
-                        pl[j] = pile + src[at:]
-                        child([*acts, (y, k, top)], tuple(pl), mf, nrc, seq, p)
+                        elif i == -1:
+                            pl = list(mp)
+                            pl[j] = pile + reserve[rc - 1 : rc]
+                            child([*acts, (y, 1, top)], tuple(pl), mf, rc - 1, seq, p)
+                        else:
+                            pl = list(mp)
+                            pl[j] = pile + seq[at - 1 : at]
+                            nseq = seq[: at - 1] + seq[at:]
+                            np = _cycle(at - 1, n - 1)
+                            child([*acts, (y, 1, top)], tuple(pl), mf, rc, nseq, np)
             if empty >= 0:  # a card under those brought down, or one of them, to the empty pile
                 for s in range(4):
                     h = mf[s]
