@@ -32,6 +32,9 @@ class Limits:
     """Refused-for-rate messages after which the connection is closed (1008)."""
 
 
+INF = float("inf")
+
+
 class RateLimiter:
     """A token bucket: ``allow(now)`` says whether one more message fits. Pure: the caller passes time."""
 
@@ -56,6 +59,28 @@ class RateLimiter:
         self._tokens = tokens - cost
         self._last = max(self._last, now)
         return True
+
+    def take_with(self, other: RateLimiter | None, now: float, cost: int = 1) -> float:
+        """Take ``cost`` tokens from this bucket and ``other`` if both have them (0.0);
+        else change nothing and return the seconds until both would have them."""
+        tokens = self._tokens_at(now)
+        missing = cost - tokens
+        wait = 0.0 if missing <= 0 else (missing / self._rate if self._rate > 0 else INF)
+        if other is not None:
+            other_tokens = other._tokens_at(now)
+            missing = cost - other_tokens
+            if missing > 0:
+                wait = max(wait, missing / other._rate if other._rate > 0 else INF)
+        if wait > 0:
+            return wait
+        self._tokens = tokens - cost
+        if now > self._last:
+            self._last = now
+        if other is not None:
+            other._tokens = other_tokens - cost
+            if now > other._last:
+                other._last = now
+        return 0.0
 
     def wait(self, now: float, cost: int = 1) -> float:
         """Seconds until ``cost`` tokens are there (0 if they are now); nothing is taken."""

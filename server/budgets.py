@@ -234,18 +234,11 @@ class Guard:
         seconds until they would be (nothing is taken then, and with ``count`` the refusal
         counts against the connection)."""
         own = session.rate if session.rate is not None else session.limiter
-        shared = session.address_rate
-        waits = [own.wait(now, cost)]
-        if shared is not None:
-            waits.append(shared.wait(now, cost))
-        wait = max(waits)
+        wait = own.take_with(session.address_rate, now, cost)
         if wait > 0:
             if count:
                 session.limiter.violations += 1
             return wait
-        own.take(now, cost)
-        if shared is not None:
-            shared.take(now, cost)
         return None
 
     def prune(self, now: float) -> int:

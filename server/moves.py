@@ -556,6 +556,9 @@ class MovePath:
             for player_id, standing in sorted(held.pending.items())
             if standing.status != "playing"
         ]
+        if not finished:  # most reports: every waiting game goes on
+            await self.flush(held)
+            return
         async with contextlib.AsyncExitStack() as stack:
             for session in finished:
                 if session is not None:

@@ -103,3 +103,25 @@ def test_take_counts_no_violation_and_agrees_with_allow() -> None:
         assert limiter.take(now) is twin.allow(now)
     assert limiter.violations == 0
     assert twin.violations == 3
+
+
+def test_take_with_takes_from_both_buckets_or_from_neither() -> None:
+    own = RateLimiter(rate=1.0, burst=2, now=0.0)
+    shared = RateLimiter(rate=4.0, burst=1, now=0.0)
+    assert own.take_with(shared, 0.0) == 0.0  # one token each
+    # The shared bucket is empty: a quarter second until it refills; nothing is taken.
+    assert own.take_with(shared, 0.0) == pytest.approx(0.25)
+    assert own.wait(0.0) == 0.0  # own still holds its second token
+    assert own.take_with(shared, 0.25) == 0.0
+    # Now own holds half a token (half a second to go), the shared one a whole: the
+    # longer wait counts.
+    assert own.take_with(shared, 0.5) == pytest.approx(0.5)
+    assert shared.wait(0.5) == 0.0  # the refusal took nothing from it either
+    assert own.take_with(None, 1.25) == 0.0  # no shared bucket: own alone
+    assert own.take_with(None, 1.25, cost=3) == pytest.approx(2.75)  # 0.25 held, 2.75 to go
+
+
+def test_take_with_a_bucket_of_no_rate_waits_for_ever() -> None:
+    own = RateLimiter(rate=0.0, burst=1, now=0.0)
+    assert own.take_with(None, 0.0) == 0.0
+    assert own.take_with(None, 100.0) == float("inf")
