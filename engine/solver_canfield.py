@@ -78,7 +78,8 @@ turns the positions reached into. By kind of move:
   pile's top card comes back to ``S`` itself; a whole pile into an empty pile changes
   nothing the key sees;
 - a card or run of ``S``'s cards onto a card brought down, or, with the reserve empty, a
-  foundation card, or a card brought down with those on it, into an empty pile: the
+  foundation card under its foundation's top, or a card brought down with those on it,
+  into an empty pile: the
   *combined moves* ("bring down, then move"). Take ``Y`` onto a card ``F`` brought down:
   once the other cards brought down are banked, those left are the *stuck* ones, ``F``,
   the cards under it brought down, and, for each stuck card, the cards above it in its
@@ -93,9 +94,13 @@ turns the positions reached into. By kind of move:
   (not a King) that then comes down with the cards above it in its suit, each holding
   one card; it brings them down from the highest rank to the lowest (each lies on one of
   higher rank, and the cards above it in its suit come down first), and ``F``, the lowest,
-  is a top. With the reserve empty and a pile empty, it brings down every foundation card,
-  from the highest rank to the lowest in every way (:func:`_brought_down`), and tries the
-  combined moves from each position so made.
+  is a top. With the reserve empty, a foundation card ``G`` under its foundation's top
+  goes into an empty pile once the cards above it in its suit are brought down; those
+  stay brought down, with the cards they lie on, and the others are banked as above: the
+  expansion makes those positions in the same way, then moves ``G``. A card brought down
+  moved into an empty pile, with the cards on it, leads into the same class as that card
+  from its foundation: the cards on it are of lower rank than every card that stays
+  brought down, so none of them stays.
 
 So, with shortest wins counted so, the proof of completeness of :mod:`.solver` holds as it
 stands: from a state whose shortest win is ``k``, the position of its class with a win of
@@ -350,41 +355,15 @@ def _takes_any(cards: int) -> int:
     return black << 13 | black << 26 | red | red << 39
 
 
-def _brought_down(piles: tuple[bytes, ...], found: tuple[int, ...], allowed: int) -> list[Member]:
-    """Other positions of the class of ``(piles, found)`` (module docstring): each with
-    foundation cards of ``allowed`` brought down onto pile tops they fit, one at a time from
-    the highest rank to the lowest (suits in a fixed order within a rank), so each once, and
-    the moves."""
-    members: list[Member] = []
-    stack: list[tuple[tuple[bytes, ...], tuple[int, ...], tuple[Action, ...], int]] = [
-        (piles, found, (), 99)
-    ]
-    while stack:
-        pl, f, acts, last = stack.pop()
-        for s in range(4):
-            h = f[s]
-            if not 0 < h < 13 or (h - 1) * 4 + s >= last:
-                continue
-            c = s * 13 + h - 1
-            if not allowed >> c & 1:
-                continue
-            fits = _FITS[c]
-            for j, pile in enumerate(pl):
-                if pile and fits[pile[-1]]:
-                    npl = (*pl[:j], pile + bytes((c,)), *pl[j + 1 :])
-                    nf = (*f[:s], h - 1, *f[s + 1 :])
-                    nacts = (*acts, (c, 1, pile[-1]))
-                    stack.append((npl, nf, nacts, (h - 1) * 4 + s))
-                    members.append((npl, nf, nacts))
-    return members
-
-
-def _stuck_down(piles: tuple[bytes, ...], found: tuple[int, ...], card: int) -> list[Member]:
-    """The positions of the class of ``(piles, found)`` with foundation card ``card`` brought
-    down at a pile's top and only the cards that must stay brought down under a card put
-    on it (module docstring): those above each in its suit, and those each lies on. Each
-    card, from the highest rank down, lies on a pile's top card of ``piles`` or on one
-    of them, each holding one."""
+def _stuck_down(
+    piles: tuple[bytes, ...], found: tuple[int, ...], card: int, into_empty: bool = False
+) -> list[Member]:
+    """The positions of the class of ``(piles, found)`` with only the cards brought down
+    that must stay so (module docstring) once a card is put on ``card``, brought down from
+    its foundation (it is then a pile's top), or, with ``into_empty``, once ``card`` goes
+    from its foundation into an empty pile: ``card`` (not in the second case) and the
+    cards above it in its suit, and those each lies on, each, from the highest rank down,
+    on a pile's top card of ``piles`` or on one of them, each holding one."""
     tops = {pile[-1] for pile in piles if pile}
     out: list[Member] = []
 
@@ -416,7 +395,7 @@ def _stuck_down(piles: tuple[bytes, ...], found: tuple[int, ...], card: int) -> 
                 more = [a, *(d for d in above(a) if d not in stuck)]
                 place(rest + more, stuck | set(more), {**on, c: a}, used | {a})
 
-    first = [card, *above(card)]
+    first = above(card) if into_empty else [card, *above(card)]
     place(first, set(first), {}, set())
     return out
 
@@ -664,17 +643,14 @@ class CanfieldModel:
         for q in qs:
             movable |= 1 << seq[q - 1]
         targets = onf & ~_KINGS & _takes_any(movable)
-        if empty >= 0:
-            members = _brought_down(piles, found, onf)
-        elif targets:
-            members = []
-            rest = targets
-            while rest:
-                low = rest & -rest
-                rest ^= low
-                members.extend(_stuck_down(piles, found, low.bit_length() - 1))
-        else:
+        if not targets and empty < 0:
             return out
+        members = []
+        rest = targets
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            members.extend(_stuck_down(piles, found, low.bit_length() - 1))
         base = [len(pile) for pile in piles]
         # where each card that may go on a card brought down lies: (pile, index) in the
         # tableau (the bottom of a run to the top), -1 for the reserve's top, or a waste move
@@ -719,23 +695,15 @@ class CanfieldModel:
                             nseq = seq[: at - 1] + seq[at:]
                             np = _cycle(at - 1, n - 1)
                             child([*acts, (y, 1, top)], tuple(pl), mf, rc, nseq, np)
-            if empty >= 0:  # a card under those brought down, or one of them, to the empty pile
-                for s in range(4):
-                    h = mf[s]
-                    if 0 < h < found[s]:
+        # 8. with the reserve empty, a foundation card under its foundation's top into an
+        #    empty pile, the cards above it brought down first
+        if empty >= 0:
+            for s in range(4):
+                for c in range(s * 13, s * 13 + found[s] - 1):
+                    for mp, mf, acts in _stuck_down(piles, found, c, True):
                         pl = list(mp)
-                        pl[empty] = bytes((s * 13 + h - 1,))
+                        pl[empty] = bytes((c,))
                         f = list(mf)
                         f[s] -= 1
-                        child(
-                            [*acts, (s * 13 + h - 1, 1, TO_EMPTY)], tuple(pl), tuple(f), rc, seq, p
-                        )
-                for i, src in enumerate(mp):
-                    for at in range(base[i], len(src)):
-                        pl = list(mp)
-                        pl[i] = src[:at]
-                        pl[empty] = src[at:]
-                        child(
-                            [*acts, (src[at], len(src) - at, TO_EMPTY)], tuple(pl), mf, rc, seq, p
-                        )
+                        child([*acts, (c, 1, TO_EMPTY)], tuple(pl), tuple(f), rc, seq, p)
         return out
