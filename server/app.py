@@ -22,7 +22,7 @@ from ..protocol import SUBPROTOCOLS, CloseCode, ErrorCode, RateLimiter, codec_fo
 from .backends import Backend, BackendUnavailable, EmbeddedBackend
 from .budgets import client_key, forwarded_client
 from .config import ServerConfig
-from .connection import Connection, Cork
+from .connection import Connection, Cork, Keepalive
 from .http import HttpEndpoints
 from .logs import configure_logging
 from .node import Node, Session
@@ -144,11 +144,18 @@ class SolraceServer:
         self.failure: BaseException | None = None
         self.failed = asyncio.Event()
         """Set when the store failed and the node must stop (:attr:`failure` says why)."""
+        self.keepalive = (
+            None
+            if config.ping_interval_s is None
+            else Keepalive(config.ping_interval_s, config.ping_timeout_s)
+        )
+        """Pings the connections that have gone silent (None: no keepalive)."""
         # Every byte a connection writes waits for the backend's writes to be durable.
         self._connection = Connection.configured(
             max_size=config.limits.max_frame_bytes,
             max_buffer=config.max_write_buffer,
             cork=Cork(node.backend.commit_due_in),
+            keepalive=self.keepalive,
             before_write=node.backend.flush_writes,
         )
 
@@ -179,7 +186,7 @@ class SolraceServer:
             # read; below it they go on, so that the keepalive's pings (and their
             # timeout) are never held back by a full buffer.
             write_limit=self.config.max_write_buffer,
-            ping_interval=self.config.ping_interval_s,
+            ping_interval=None,  # self.keepalive pings the connections gone silent
             server_header="solrace",
             create_connection=self._connection,
             backlog=self.config.listen_backlog,  # on to loop.create_server
@@ -211,6 +218,8 @@ class SolraceServer:
         if self._server is not None:
             self._server.close(close_connections=True)
             await self._server.wait_closed()
+        if self.keepalive is not None:
+            self.keepalive.close()
         await self.http.close_metrics()
         await self.node.stop()
 

@@ -219,4 +219,8 @@ class ServerConfig:
     system's ``net.core.somaxconn``): after a restart every client reconnects at once,
     and a short queue drops their handshakes, which then wait seconds to be sent again."""
     ping_interval_s: float | None = 20.0
+    """Seconds a connection may send nothing before the server pings it (None: never);
+    a client that sends anything (a move, say) is never pinged."""
+    ping_timeout_s: float = 20.0
+    """Seconds after a ping without a byte from the client before it is closed (1011)."""
     log_format: str = "json"

@@ -19,7 +19,7 @@ from typing import Any, cast
 import structlog
 from websockets.asyncio.messages import Assembler
 from websockets.asyncio.server import ServerConnection, broadcast
-from websockets.frames import DATA_OPCODES, Frame, Opcode
+from websockets.frames import DATA_OPCODES, CloseCode, Frame, Opcode
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 from websockets.protocol import Event, State
 
@@ -129,6 +129,68 @@ class Cork:
                     log.warning("write_failed", conn=connection.id.hex)
 
 
+class Keepalive:
+    """Pings the connections that have gone silent, and closes those that stay so.
+
+    One timer for the whole node, every ``tick`` seconds, instead of websockets' task per
+    connection that pings every connection every interval: a player who moves every few
+    seconds never needs a ping (any bytes from the client show that it is there), and a
+    task and its timer per connection cost memory and CPU at thousands of connections.
+    A connection that sent nothing for ``interval`` seconds gets a ping; if nothing at
+    all comes back within ``timeout`` seconds after it (a pong is something), the
+    connection is failed with 1011, "keepalive ping timeout", as websockets would.
+    """
+
+    def __init__(self, interval: float, timeout: float) -> None:
+        if interval <= 0 or timeout <= 0:
+            raise ValueError("the keepalive's interval and timeout must be positive")
+        self.interval = interval
+        self.timeout = timeout
+        self.tick = min(1.0, interval / 4, timeout / 4)
+        self.connections: set[Connection] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self.pings = 0
+        """Pings sent."""
+        self.timeouts = 0
+        """Connections failed for want of an answer."""
+
+    def add(self, connection: Connection) -> None:
+        self.connections.add(connection)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
+
+    def discard(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        interval, timeout = self.interval, self.timeout
+        for connection in list(self.connections):
+            if connection.heard_since:  # bytes came since the last sweep: alive
+                connection.heard_since = False
+                connection.heard = now
+                connection.pinged = None
+                continue
+            pinged = connection.pinged
+            try:
+                if pinged is not None:
+                    if now - pinged >= timeout:
+                        self.timeouts += 1
+                        connection.fail_keepalive()
+                elif now - connection.heard >= interval and connection.ping_now():
+                    self.pings += 1
+                    connection.pinged = now
+            except Exception:  # a broken socket is the connection's own business
+                log.warning("keepalive_failed", conn=connection.id.hex)
+        self._timer = loop.call_later(self.tick, self._sweep) if self.connections else None
+
+
 class Connection(ServerConnection):
     """A server connection that reads and writes the frames of the move's way itself.
 
@@ -165,6 +227,7 @@ class Connection(ServerConnection):
     max_size: int | None = 1 << 20  # as serve(max_size=...): the largest message read
     max_buffer: int = 1 << 20  # bytes waiting to be sent before the client is too slow
     cork: Cork | None = None
+    keeper: Keepalive | None = None  # (websockets' own keepalive is a method)
 
     take: Callable[[bytes], bool] | None = None
     corked = False  # pushed frames wait for the cork's flush
@@ -180,6 +243,9 @@ class Connection(ServerConnection):
     _holds = 0  # why reading is paused: _PAUSE_QUEUE, _PAUSE_WRITES, _PAUSE_HELD
     _out_size = 0  # bytes in _out
     _too_slow = False  # closing with 1013
+    heard = 0.0  # the loop's time when the client was last known to send (keepalive)
+    heard_since = False  # bytes came since the keepalive's last sweep
+    pinged: float | None = None  # when the keepalive's ping was sent, while unanswered
     _aborted = False
     _closer: asyncio.Task[None] | None = None
     _out: list[bytes]  # frames pushed and not yet written, header and payload
@@ -193,17 +259,20 @@ class Connection(ServerConnection):
         max_size: int | None,
         max_buffer: int,
         cork: Cork | None = None,
+        keepalive: Keepalive | None = None,
         before_write: Callable[[], None] = _nothing,
     ) -> type[Connection]:
         """A subclass for ``serve(create_connection=...)`` with these settings.
 
         ``max_size`` must be the one given to ``serve``; ``before_write`` runs before any
-        byte is written to any of its sockets.
+        byte is written to any of its sockets. With ``keepalive``, give ``serve``
+        ``ping_interval=None``: the keepalive pings instead of websockets.
         """
         settings: dict[str, Any] = {
             "max_size": max_size,
             "max_buffer": max_buffer,
             "cork": cork,
+            "keeper": keepalive,
             "before_write": staticmethod(before_write),
         }
         return cast("type[Connection]", type(cls.__name__, (cls,), settings))
@@ -293,6 +362,22 @@ class Connection(ServerConnection):
         if self._holds & _PAUSE_WRITES and transport.get_write_buffer_size() > self.max_buffer:
             self._abort_too_slow()
 
+    def ping_now(self) -> bool:
+        """Send a keepalive ping if the connection is open; whether it was sent."""
+        if self.protocol.state is not State.OPEN or self._too_slow:
+            return False
+        self.protocol.send_ping(b"keepalive")
+        self.send_data()
+        return True
+
+    def fail_keepalive(self) -> None:
+        """Nothing came back after the keepalive's ping: fail the connection with 1011."""
+        if self.protocol.state is State.OPEN:
+            self.protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+            with contextlib.suppress(Exception):
+                self.send_data()
+        self.transport.abort()  # the client is gone: its socket would hold the close
+
     def _close_too_slow(self) -> None:
         """Too many bytes wait to be sent: close with 1013 (the client resumes)."""
         if self._too_slow:
@@ -366,6 +451,8 @@ class Connection(ServerConnection):
             self.transport.set_write_buffer_limits(high=self.max_buffer)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.keeper is not None:
+            self.keeper.discard(self)
         self._out, self._out_size, self.corked = [], 0, False
         self._held, self._unread = [], b""
         self._reads = _PASSED
@@ -376,10 +463,14 @@ class Connection(ServerConnection):
         protocol = self.protocol
         if protocol.state is State.OPEN:
             self._raw = not protocol.extensions and not protocol.debug
+            if self.keeper is not None and self.transport is not None:
+                self.heard = self.loop.time()
+                self.keeper.add(self)
         elif self._reads is _HELD:
             self._read_held()  # refused: nothing is read any more
 
     def data_received(self, data: bytes) -> None:
+        self.heard_since = True
         reads = self._reads
         self._receiving = True
         try:
