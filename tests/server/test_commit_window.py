@@ -17,7 +17,6 @@ from solrace.server.backends.embedded import EmbeddedBackend
 from solrace.server.backends.redis import RedisBackend
 from solrace.server.connection import Cork
 
-EMBEDDED = pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
 REDIS = pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
 
 PLAYERS = 4
@@ -42,92 +41,60 @@ async def solo_racer(url: str, name: str) -> RawClient:
     return client
 
 
-@EMBEDDED
-async def test_moves_of_several_passes_share_one_commit_and_wait_for_it(
+def groups(running: RunningServer) -> int:
+    """Groups of writes sent to the store so far: SQLite commits on the embedded backend,
+    round trips that carried appends on Redis."""
+    backend = running.node.backend
+    if isinstance(backend, EmbeddedBackend):
+        return backend.commits
+    assert isinstance(backend, RedisBackend)
+    return backend.append_round_trips
+
+
+async def stored(running: RunningServer, racers: list[RawClient]) -> int:
+    """The racers' moves the store holds, read apart from the node's own bookkeeping."""
+    if running.node.backend.in_process:
+        return logged_moves(running.config.data_dir)
+    backend = running.node.backend
+    return sum(
+        [len(await backend.read_moves(racer_room(running, r), 1, r.player_id)) for r in racers]
+    )
+
+
+async def test_moves_of_several_passes_share_one_group_and_wait_for_it(
     start_server: ServerFactory,
 ) -> None:
     window = 0.5
     running = await start_server(commit_window_s=window)
-    backend = running.server.node.backend
-    assert isinstance(backend, EmbeddedBackend)
-    data_dir = running.config.data_dir
     async with asyncio.timeout(TIMEOUT):
         racers = [await solo_racer(running.url, f"p{n}") for n in range(PLAYERS)]
-        await asyncio.sleep(window * 2)  # the set-up's own writes are committed
-        before = backend.commits
-        on_disk = logged_moves(data_dir)
+        await asyncio.sleep(window * 2)  # the set-up's own writes are stored
+        before, held = groups(running), await stored(running, racers)
         for n, racer in enumerate(racers):
             await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
             await asyncio.sleep(0.02)  # each move in a pass of its own
-        # Nothing is committed, so nothing is acked, until the window is over.
-        assert backend.commits == before
-        assert logged_moves(data_dir) == on_disk
+        # Nothing goes to the store, so nothing is acked, until the window is over.
+        assert groups(running) == before
+        assert await stored(running, racers) == held
         acks = [await r.recv(lambda f: f["type"] in ("ack", "error")) for r in racers]
         assert [a["type"] for a in acks] == ["ack"] * PLAYERS, acks
-        # One commit held the four moves, and the first ack came after it.
-        assert backend.commits == before + 1
-        assert logged_moves(data_dir) == on_disk + PLAYERS
+        # One group (a commit, a round trip) held the four moves, the acks came after it.
+        assert groups(running) == before + 1
+        assert await stored(running, racers) == held + PLAYERS
         for racer in racers:
             await racer.close()
 
 
-@EMBEDDED
-async def test_a_window_of_zero_commits_every_pass(start_server: ServerFactory) -> None:
+async def test_a_window_of_zero_stores_every_pass(start_server: ServerFactory) -> None:
     running = await start_server(commit_window_s=0.0)
-    backend = running.server.node.backend
-    assert isinstance(backend, EmbeddedBackend)
     async with asyncio.timeout(TIMEOUT):
         racers = [await solo_racer(running.url, f"p{n}") for n in range(2)]
-        before = backend.commits
+        before = groups(running)
         for n, racer in enumerate(racers):
             await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
             ack = await racer.recv(lambda f: f["type"] in ("ack", "error"))
             assert ack["type"] == "ack", ack
-        assert backend.commits == before + 2
-        for racer in racers:
-            await racer.close()
-
-
-@REDIS
-async def test_on_redis_appends_of_several_passes_share_one_round_trip_and_wait_for_it(
-    start_server: ServerFactory,
-) -> None:
-    window = 0.5
-    running = await start_server(commit_window_s=window)
-    backend = running.server.node.backend
-    assert isinstance(backend, RedisBackend)
-    async with asyncio.timeout(TIMEOUT):
-        racers = [await solo_racer(running.url, f"p{n}") for n in range(PLAYERS)]
-        await asyncio.sleep(window * 2)  # the set-up's own calls are sent
-        before = backend.append_round_trips
-        for n, racer in enumerate(racers):
-            await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
-            await asyncio.sleep(0.02)  # each move in a pass of its own
-        # Nothing is sent to Redis, so nothing is acked, until the window is over.
-        assert backend.append_round_trips == before
-        for racer in racers:
-            assert await backend.read_moves(racer_room(running, racer), 1, racer.player_id) == []
-        acks = [await r.recv(lambda f: f["type"] in ("ack", "error")) for r in racers]
-        assert [a["type"] for a in acks] == ["ack"] * PLAYERS, acks
-        assert backend.append_round_trips == before + 1  # the four appends in one
-        for racer in racers:
-            assert await backend.read_moves(racer_room(running, racer), 1, racer.player_id) == ["d"]
-            await racer.close()
-
-
-@REDIS
-async def test_on_redis_a_window_of_zero_sends_every_pass(start_server: ServerFactory) -> None:
-    running = await start_server(commit_window_s=0.0)
-    backend = running.server.node.backend
-    assert isinstance(backend, RedisBackend)
-    async with asyncio.timeout(TIMEOUT):
-        racers = [await solo_racer(running.url, f"p{n}") for n in range(2)]
-        before = backend.append_round_trips
-        for n, racer in enumerate(racers):
-            await racer.send({"type": "move", "id": 100 + n, "move": "d", "rev": 0})
-            ack = await racer.recv(lambda f: f["type"] in ("ack", "error"))
-            assert ack["type"] == "ack", ack
-        assert backend.append_round_trips == before + 2
+        assert groups(running) == before + 2
         for racer in racers:
             await racer.close()
 

@@ -168,15 +168,23 @@ async def test_the_rate_limit_holds_for_moves_taken_at_once(tmp_path: Path) -> N
     await node.stop()
 
 
-@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
-async def test_on_redis_a_move_taken_at_once_is_acked_once_its_append_is_confirmed(
-    start_server: ServerFactory,
-) -> None:
+REDIS = pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+
+
+async def racing_on_redis(start_server: ServerFactory) -> tuple[Node, RawClient, Session, str]:
+    """A node on Redis, a player racing alone on it, its session and its room's code."""
     running = await start_server()
     raw = await open_race(running)
     session = running.node.sessions[raw.player_id]
-    code = session.room
-    assert code is not None
+    assert session.room is not None
+    return running.node, raw, session, session.room
+
+
+@REDIS
+async def test_on_redis_a_move_taken_at_once_is_acked_once_its_append_is_confirmed(
+    start_server: ServerFactory,
+) -> None:
+    node, raw, session, code = await racing_on_redis(start_server)
     confirmed_at_push: list[bool] = []
     push = session.push
 
@@ -185,26 +193,21 @@ async def test_on_redis_a_move_taken_at_once_is_acked_once_its_append_is_confirm
         push(frame)
 
     session.push = watched_push
-    assert running.node.take_move(session, move_frame(50, "d", 0)) is True
+    assert node.take_move(session, move_frame(50, "d", 0)) is True
     pending = session.inflight
     assert pending is not None and not pending.done()  # sent with the pass's other calls
     assert confirmed_at_push == []  # no ack before Redis has the move
     ack = await raw.recv(lambda f: f.get("id") == 50)
     assert ack["type"] == "ack" and ack["rev"] == 1
     assert pending.done() and session.inflight is None and confirmed_at_push[0] is True
-    assert await running.node.backend.read_moves(code, 1, raw.player_id) == ["d"]
+    assert await node.backend.read_moves(code, 1, raw.player_id) == ["d"]
 
 
-@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+@REDIS
 async def test_on_redis_a_move_the_log_refuses_gets_its_error_and_the_game_is_read_again(
     start_server: ServerFactory,
 ) -> None:
-    running = await start_server()
-    raw = await open_race(running)
-    node = running.node
-    session = node.sessions[raw.player_id]
-    code = session.room
-    assert code is not None
+    node, raw, session, code = await racing_on_redis(start_server)
     assert (await raw.request({"type": "move", "move": "d", "rev": 0}))["rev"] == 1
     # Another node logged a move this node's copy of the game lacks.
     await node.backend.append_move(code, 1, raw.player_id, 1, "u")
@@ -217,18 +220,16 @@ async def test_on_redis_a_move_the_log_refuses_gets_its_error_and_the_game_is_re
     assert await node.backend.read_moves(code, 1, raw.player_id) == ["d", "u", "d"]
 
 
-@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+@REDIS
 async def test_on_redis_requests_behind_a_move_in_flight_wait_for_its_ack(
     start_server: ServerFactory,
 ) -> None:
-    running = await start_server()
-    raw = await open_race(running)
-    session = running.node.sessions[raw.player_id]
-    assert running.node.take_move(session, move_frame(52, "d", 0)) is True
+    node, raw, session, _ = await racing_on_redis(start_server)
+    assert node.take_move(session, move_frame(52, "d", 0)) is True
     assert session.inflight is not None
     # A move on the next revision and a sync, sent before the first move is confirmed:
     # neither is taken ahead of it, and the sync shows both moves.
-    assert running.node.take_move(session, move_frame(53, "d", 1)) is False
+    assert node.take_move(session, move_frame(53, "d", 1)) is False
     raw.ws.transport.write(
         client_frames({"type": "move", "id": 53, "move": "d", "rev": 1}, {"type": "sync", "id": 54})
     )

@@ -34,13 +34,18 @@ async def frames_until(peer: Peer, seconds: float) -> list[int]:
     return seen
 
 
-async def test_a_silent_connection_is_pinged_and_kept_while_it_answers(
-    start_server: ServerFactory,
-) -> None:
+async def pinging_server(start_server: ServerFactory) -> tuple[Keepalive, Peer]:
+    """A server whose keepalive pings after ``INTERVAL``, and a connection to it."""
     running = await start_server(ping_interval_s=INTERVAL, ping_timeout_s=INTERVAL)
     keepalive = running.server.keepalive
     assert keepalive is not None
-    peer = await Peer.open(running.server.port)
+    return keepalive, await Peer.open(running.server.port)
+
+
+async def test_a_silent_connection_is_pinged_and_kept_while_it_answers(
+    start_server: ServerFactory,
+) -> None:
+    keepalive, peer = await pinging_server(start_server)
     try:
         async with asyncio.timeout(TIMEOUT):
             opcode, data = await peer.frame()
@@ -58,10 +63,7 @@ async def test_a_silent_connection_is_pinged_and_kept_while_it_answers(
 async def test_a_connection_silent_after_its_ping_is_closed_with_1011(
     start_server: ServerFactory,
 ) -> None:
-    running = await start_server(ping_interval_s=INTERVAL, ping_timeout_s=INTERVAL)
-    keepalive = running.server.keepalive
-    assert keepalive is not None
-    peer = await Peer.open(running.server.port)
+    keepalive, peer = await pinging_server(start_server)
     try:
         async with asyncio.timeout(TIMEOUT):
             assert (await peer.frame())[0] == Opcode.PING  # never answered
@@ -74,10 +76,7 @@ async def test_a_connection_silent_after_its_ping_is_closed_with_1011(
 
 
 async def test_a_client_that_keeps_sending_is_never_pinged(start_server: ServerFactory) -> None:
-    running = await start_server(ping_interval_s=INTERVAL, ping_timeout_s=INTERVAL)
-    keepalive = running.server.keepalive
-    assert keepalive is not None
-    peer = await Peer.open(running.server.port)
+    keepalive, peer = await pinging_server(start_server)
     try:
         seen: list[int] = []
         for n in range(12):  # four intervals, a request every tenth of a second
