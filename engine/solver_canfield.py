@@ -167,6 +167,11 @@ State = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int, bool]
 Action = tuple[int, int, int]
 Key = tuple[bytes, int]
 Child = tuple[tuple[Action, ...], State, Key]
+# A child of a move that leaves the waste and stock as they were, without ``p``: its
+# actions, position, whether its reserve is checked, and its key.
+Fixed = tuple[
+    tuple[Action, ...], tuple[tuple[bytes, ...], tuple[int, ...], int, bytes], bool, bytes
+]
 _NONE: Final = 255
 
 TO_FOUNDATION: Final = -2
@@ -364,6 +369,8 @@ def _stuck_down(
     from its foundation into an empty pile: ``card`` (not in the second case) and the
     cards above it in its suit, and those each lies on, each, from the highest rank down,
     on a pile's top card of ``piles`` or on one of them, each holding one."""
+    if found[card // 13] == 13:
+        return []  # its King would have to come down first, and it can lie on nothing
     tops = {pile[-1] for pile in piles if pile}
     out: list[Member] = []
 
@@ -419,6 +426,9 @@ class CanfieldModel:
         p = _cycle(len(game.waste), len(seq))
         self.root: State = (piles, nf, len(game.reserve), seq, p, True)
         self.root_actions: tuple[Action, ...] = tuple(actions)
+        # by piles, foundations and reserve, the children of the state expanded with them
+        # but for the waste's moves (without ``p``), and the waste positions played from
+        self._memo: dict[bytes, tuple[list[Fixed], set[int]]] = {}
 
     def key(self, state: State) -> Key:
         piles, found, rc, _, p, _ = state
@@ -467,10 +477,33 @@ class CanfieldModel:
         reserve = self.reserve
         if new and rc and _reserve_stuck(piles, found, reserve[:rc], seq, p):
             return []  # the reserve's top card can never leave it: no win
-        out: list[Child] = []
-        append = out.append
         runs_only = self.runs_only
         n = len(seq)
+        # Waste positions reachable by draws and redeals.
+        qs: list[int] = []
+        if n:
+            if p:
+                qs.extend(range(p, n, 3))
+            qs.extend(range(3, n, 3))
+            qs.append(n)
+        # The same piles, foundations and reserve expanded before with another ``p``: the
+        # moves but the waste's are the same, to the same states but for ``p``, and the waste's
+        # moves from a position seen then lead to the same states as then.
+        rest_key = b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc))
+        memo = self._memo.get(rest_key)
+        if memo is None:
+            fixed: list[Fixed] = []
+            self._memo[rest_key] = (fixed, set(qs))
+            out: list[Child] = []
+            again = False
+        else:
+            fixed, done = memo
+            out = [(a, (*st, p, chk), (k, p)) for a, st, chk, k in fixed]
+            qs = [q for q in qs if q not in done]
+            done.update(qs)
+            again = True
+        append = out.append
+        keep = fixed.append
 
         def child(
             actions: list[Action],
@@ -482,7 +515,10 @@ class CanfieldModel:
         ) -> None:
             pl, f = _canon(pl, f, runs_only, actions)
             key = b"\xff".join(sorted(pl)) + b"\xfe" + bytes((*f, nrc))
-            append((tuple(actions), (pl, f, nrc, nseq, np, nrc < rc or len(nseq) < n), (key, np)))
+            check = nrc < rc or len(nseq) < n
+            append((tuple(actions), (pl, f, nrc, nseq, np, check), (key, np)))
+            if nseq is seq:  # not a waste move: kept for this state with another ``p``
+                keep((out[-1][0], (pl, f, nrc, nseq), check, key))
 
         top_r = reserve[rc - 1] if rc else -1
         wanted: dict[int, list[int]] = {}  # a card: the piles whose top it goes on
@@ -506,15 +542,8 @@ class CanfieldModel:
             out_pl[i] = rest
             return out_pl, nrc
 
-        # Waste positions reachable by draws and redeals.
-        qs: list[int] = []
-        if n:
-            if p:
-                qs.extend(range(p, n, 3))
-            qs.extend(range(3, n, 3))
-            qs.append(n)
         # 1. to the foundations
-        for i, pile in enumerate(piles):
+        for i, pile in enumerate(piles if not again else ()):
             if pile:
                 c = pile[-1]
                 if found[c // 13] == c % 13:
@@ -522,13 +551,11 @@ class CanfieldModel:
                     f = list(found)
                     f[c // 13] += 1
                     child([(c, 1, TO_FOUNDATION)], tuple(pl), tuple(f), nrc, seq, p)
-        if rc and found[top_r // 13] == top_r % 13:
+        top_home = rc and found[top_r // 13] == top_r % 13
+        if top_home and not again:
             f = list(found)
             f[top_r // 13] += 1
             child([(top_r, 1, TO_FOUNDATION)], piles, tuple(f), rc - 1, seq, p)
-            top_home = True
-        else:
-            top_home = False
         for q in qs:
             c = seq[q - 1]
             if found[c // 13] == c % 13:
@@ -538,14 +565,14 @@ class CanfieldModel:
                 child([(c, 1, TO_FOUNDATION)], piles, tuple(f), rc, nseq, _cycle(q - 1, n - 1))
         # A card that may go home is not moved alone onto the tableau (module docstring).
         # 2. the reserve to the tableau
-        if rc and not top_home:
+        if rc and not top_home and not again:
             for j in wanted.get(top_r, ()):
                 tg = piles[j]
                 pl = list(piles)
                 pl[j] = tg + reserve[rc - 1 : rc]
                 child([(top_r, 1, tg[-1])], tuple(pl), found, rc - 1, seq, p)
         # 3. whole piles onto another pile (the reserve refills them)
-        if rc:
+        if rc and not again:
             for i, pile in enumerate(piles):
                 if not runs_only and _run_length(pile) < len(pile):
                     continue
@@ -576,7 +603,7 @@ class CanfieldModel:
                 pl[empty] = card
                 child([(c, 1, TO_EMPTY)], tuple(pl), found, rc, nseq, np)
         # 5. other runs between tableau piles
-        for i, pile in enumerate(piles):
+        for i, pile in enumerate(piles if not again else ()):
             if not pile:
                 continue
             size = len(pile)
@@ -614,7 +641,7 @@ class CanfieldModel:
                     child([(c, k, TO_EMPTY)], tuple(pl), found, rc, seq, p)
         # 6. a foundation's top card into an empty pile (onto a pile's top card it would be
         #    banked again at once)
-        if empty >= 0:
+        if empty >= 0 and not again:
             for s in range(4):
                 h = found[s]
                 if h:
@@ -635,15 +662,15 @@ class CanfieldModel:
         # (where its moves reach) goes on; with the reserve empty, any foundation card may
         # go into an empty pile
         movable = 0
-        for pile in piles:
+        for pile in piles if not again else ():
             for c in pile:
                 movable |= 1 << c
-        if rc:
+        if rc and not again:
             movable |= 1 << top_r
         for q in qs:
             movable |= 1 << seq[q - 1]
         targets = onf & ~_KINGS & _takes_any(movable)
-        if not targets and empty < 0:
+        if not targets and (empty < 0 or again):
             return out
         members = []
         rest = targets
@@ -655,11 +682,11 @@ class CanfieldModel:
         # where each card that may go on a card brought down lies: (pile, index) in the
         # tableau (the bottom of a run to the top), -1 for the reserve's top, or a waste move
         where: dict[int, list[tuple[int, int]]] = {}
-        for i, pile in enumerate(piles):
+        for i, pile in enumerate(piles if not again else ()):
             for at, c in enumerate(pile):
                 if targets & _ABOVE_BITS[c]:
                     where.setdefault(c, []).append((i, at))
-        if rc and targets & _ABOVE_BITS[top_r]:
+        if rc and not again and targets & _ABOVE_BITS[top_r]:
             where.setdefault(top_r, []).append((-1, 0))
         for q in qs:
             c = seq[q - 1]
@@ -697,7 +724,7 @@ class CanfieldModel:
                             child([*acts, (y, 1, top)], tuple(pl), mf, rc, nseq, np)
         # 8. with the reserve empty, a foundation card under its foundation's top into an
         #    empty pile, the cards above it brought down first
-        if empty >= 0:
+        if empty >= 0 and not again:
             for s in range(4):
                 for c in range(s * 13, s * 13 + found[s] - 1):
                     for mp, mf, acts in _stuck_down(piles, found, c, True):
