@@ -69,7 +69,7 @@ async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServ
 async def test_show_export_replay_and_remove(start_server: ServerFactory) -> None:
     server = await start_server(clock=PAST.timestamp, **AT_ONCE)
     async with account(server.url, "uma") as uma:
-        await uma.daily("canfield")
+        room = await uma.daily("canfield")
         for _ in range(6):
             assert uma.view is not None
             if not uma.view["legal"]:
@@ -78,7 +78,8 @@ async def test_show_export_replay_and_remove(start_server: ServerFactory) -> Non
         assert uma.view is not None
         if uma.view["status"] == "playing":
             await uma.resign()
-        await uma.next_event("race_over", timeout=TIMEOUT)
+        if room["state"] != "finished":  # a deal stuck from the start ends as it starts
+            await uma.next_event("race_over", timeout=TIMEOUT)
         player = uma.player_id
     assert player is not None
     date = PAST.date().isoformat()
