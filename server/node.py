@@ -236,8 +236,7 @@ class Node:
 
     async def handle_frame(self, session: Session, frame: bytes | str) -> None:
         """Decode, check and carry out one frame; every failure becomes an error frame."""
-        while session.inflight is not None:  # a move taken from the socket, not yet logged
-            await asyncio.wait((session.inflight,))
+        await session.settled()  # a move taken from the socket goes first
         started = time.perf_counter()
         now = time.monotonic()
         guard = self.guard
@@ -426,8 +425,7 @@ class Node:
     async def disconnected(self, session: Session) -> None:
         """A connection closed: spectators leave, players may resume within the grace period."""
         self.guard.unbind(session)
-        while session.inflight is not None:  # its last move is acked (or refused) first
-            await asyncio.wait((session.inflight,))
+        await session.settled()  # its last move is acked (or refused) first
         player_id = session.player_id
         if player_id is None:
             return

@@ -70,6 +70,11 @@ class Session:
         # another process): the connection's next requests wait for it.
         self.inflight: asyncio.Future[None] | None = None
 
+    async def settled(self) -> None:
+        """Wait until no move taken from the socket waits for its append."""
+        while self.inflight is not None:
+            await asyncio.wait((self.inflight,))
+
     async def reply(self, message: ServerMessage) -> None:
         """Send a reply, waiting for the socket to take it."""
         await self.send(self.codec.encode(message))

@@ -475,8 +475,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     async def close(self) -> None:
         """Send the calls waiting for their window, stop the readers and close every
         connection."""
-        if self._calls:
-            self._send_calls()
+        self.draining()
         if self._sending:
             await asyncio.wait(list(self._sending), timeout=self.socket_timeout)
         self._closing = True
