@@ -69,6 +69,9 @@ class LoadTest:
     metrics_url: str | None = None
     ramp_s: float = 10.0
     time_limit_s: int = 3600
+    handshake_timeout_s: float = 30.0
+    """How long a bot waits for the server's answer to its websocket handshake; past it
+    the bot counts as failed to connect and its connection is closed."""
     """Each race's time limit (10 to 3600 s). Bots playing at random rarely finish a game,
     so a race mostly ends at its limit; a shorter one deals again as often as people do."""
 
@@ -199,6 +202,10 @@ class _Bot(asyncio.Protocol):
                 return
             status = bytes(buf[:end]).split(b"\r\n", 1)[0]
             del buf[: end + 4]
+            if self.opened.done():  # given up on (the handshake timed out): too late now
+                if self.transport is not None:
+                    self.transport.close()
+                return
             if b" 101 " not in status:
                 self.opened.set_exception(ConnectionError(status.decode(errors="replace")))
                 return
@@ -375,7 +382,12 @@ class _Run:
         _, bot = await loop.create_connection(
             lambda: _Bot(self, address), url.hostname or "127.0.0.1", url.port or 80
         )
-        await asyncio.wait_for(bot.opened, 30)
+        try:
+            await asyncio.wait_for(bot.opened, self.test.handshake_timeout_s)
+        except BaseException:
+            if bot.transport is not None:
+                bot.transport.close()
+            raise
         self.bots.append(bot)
         return bot
 

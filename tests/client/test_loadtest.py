@@ -98,3 +98,49 @@ async def test_a_moves_answer_from_a_race_since_ended_leaves_the_new_race_alone(
     assert bot.rev == 0 and bot.racing, "the old race's answer was taken for the new one's"
     assert bot.timer is not None  # it plays on
     bot.timer.cancel()
+
+
+async def test_a_handshake_answered_after_the_bot_gave_up_closes_quietly() -> None:
+    """A node too busy to answer a bot's handshake in time: the bot gives up (the
+    connection counts as failed and is closed), and the answer that comes later is
+    dropped instead of failing the load generator's protocol with a traceback."""
+    import asyncio
+    import contextlib
+
+    from solrace.client.loadtest import LoadTest, _Run
+
+    accepted: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    came = asyncio.Event()
+
+    async def late(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append((reader, writer))
+        came.set()
+
+    server = await asyncio.start_server(late, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    loop = asyncio.get_running_loop()
+    failures: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: failures.append(context))
+    try:
+        run = _Run(
+            LoadTest(url=f"ws://127.0.0.1:{port}/", players=1, handshake_timeout_s=0.2), 0, 1
+        )
+        with pytest.raises(TimeoutError):
+            await run.connect(0)
+        await came.wait()
+        reader, writer = accepted[0]
+        await reader.readuntil(b"\r\n\r\n")  # the bot's handshake
+        writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n")
+        await writer.drain()
+        # The bot closed its side when it gave up (unread bytes may make that a reset).
+        with contextlib.suppress(ConnectionResetError):
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+        await asyncio.sleep(0.1)  # the late answer, had the bot still been reading
+        assert not failures, failures
+        assert run.bots == []
+    finally:
+        loop.set_exception_handler(None)
+        for _, writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
