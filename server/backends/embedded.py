@@ -225,6 +225,10 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         self._dirty: dict[str, Room | None] = {}
         self._boards: dict[tuple[str, str], tuple[int, bytes]] = {}
         self._timer: asyncio.Handle | None = None  # the open group's commit, when scheduled
+        # The loop time the open group is due at (None: at the end of this pass). Kept
+        # apart from the timer, whose class is the loop's own (uvloop's is no
+        # asyncio.TimerHandle).
+        self._due: float | None = None
         self._failed: BaseException | None = None
         self._lock: int | None = None
         self._on_failure: Callable[[BaseException], None] | None = None
@@ -355,7 +359,8 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
                 return db
             window = self.commit_window_s
             if window > 0:
-                self._timer = loop.call_later(window, self.flush_writes)
+                self._due = loop.time() + window
+                self._timer = loop.call_at(self._due, self.flush_writes)
             else:
                 self._timer = loop.call_soon(self.flush_writes)
         return db
@@ -367,10 +372,10 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     def commit_due_in(self) -> float:
         """Seconds until the open group of writes is committed (0: none waits for it)."""
-        timer = self._timer
-        if not isinstance(timer, asyncio.TimerHandle):  # none, or at the end of this pass
+        due = self._due
+        if self._timer is None or due is None:  # none, or at the end of this pass
             return 0.0
-        return max(0.0, timer.when() - asyncio.get_running_loop().time())
+        return max(0.0, due - asyncio.get_running_loop().time())
 
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """Put the writes held for this pass into the open transaction."""
@@ -409,6 +414,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._due = None
         db = self._db
         if db is None or self._failed is not None:
             return

@@ -162,3 +162,37 @@ async def test_pushed_frames_wait_for_the_group_open_when_pushed_not_for_later_o
     assert len(first.sent_at) == len(second.sent_at) == 1  # together, in one flush
     assert abs(first.sent_at[0] - second.sent_at[0]) < window / 5
     assert window * 0.9 <= first.sent_at[0] - pushed < 4 * window
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_a_group_says_when_it_is_due_on_either_event_loop(tmp_path: Path, loop_name: str) -> None:
+    """The node holds its frames until the open group's commit (``commit_due_in``). That
+    must hold on uvloop, the node's default loop, whose timers are not asyncio's class:
+    a group that said "due now" there would let acks out before their moves are stored."""
+    if loop_name == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        factory = uvloop.new_event_loop
+    else:
+        factory = asyncio.new_event_loop
+    window = 0.5
+
+    async def main() -> tuple[float, float, int, float]:
+        backend = EmbeddedBackend(tmp_path, commit_window_s=window)
+        await backend.start()
+        try:
+            backend.flush_writes()
+            before = backend.commits
+            backend.note_alive(1)  # a write opens a group
+            due = backend.commit_due_in()
+            await asyncio.sleep(window / 2)
+            later = backend.commit_due_in()
+            backend.flush_writes()
+            return due, later, backend.commits - before, backend.commit_due_in()
+        finally:
+            await backend.close()
+
+    with asyncio.Runner(loop_factory=factory) as runner:
+        due, later, committed, after = runner.run(main())
+    assert window * 0.8 <= due <= window
+    assert 0 < later < due
+    assert committed == 1 and after == 0.0
