@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from ..engine import new_game, player_view, replay, spectator_view
+from ..engine import new_game, parse_move, player_view, spectator_view
 from ..protocol import (
     CreateRoom,
     ErrorCode,
@@ -491,10 +491,26 @@ class RoomCommands:
             length = await backend.log_length(room.code, room.race, player_id)
             if length == standing.moves:
                 continue
-            log_ = await backend.read_moves(room.code, room.race, player_id)
-            game = replay(room.settings.variant, room.seed, log_, undo_allowed=room.settings.undo)
-            status = game.status.value
-            updates.append(Standing(player_id, node.now_ms(), status, game.banked, game.moves))
+            # The standing as of the player's last move, its banked count as of the move
+            # that first reached it (the log's times count from the race's start).
+            game = new_game(room.settings.variant, room.seed, undo_allowed=room.settings.undo)
+            starts = room.starts_ms or 0
+            at = starts
+            reached = [starts] * (game.banked + 1)
+            for text, offset in await backend.read_timed_moves(room.code, room.race, player_id):
+                game.apply(parse_move(text))
+                at = starts + offset
+                reached.extend([at] * (game.banked + 1 - len(reached)))
+            updates.append(
+                Standing(
+                    player_id,
+                    at,
+                    game.status.value,
+                    game.banked,
+                    game.moves,
+                    banked_at_ms=reached[game.banked],
+                )
+            )
             await backend.save_boards(room.code, room.race, {player_id: spectator_view(game)})
         if not updates:
             return outcome

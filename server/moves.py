@@ -539,7 +539,9 @@ class MovePath:
         boards = self._boards(held, updates)
         try:
             backend.save_boards_now(held.code, race, boards)
-            outcome = backend.update_room_now(held.code, lambda r: rooms.standings(r, updates))
+            outcome = backend.update_room_now(
+                held.code, lambda r: rooms.standings(r, updates), lazily=True
+            )
         except ProtocolError:
             return  # the race ended meanwhile (its results came from the log and the room)
         if outcome.room is not None and not held.closed:

@@ -64,8 +64,10 @@ class Backend(ABC):
     """Whether the room records, move logs and pub/sub live in this process, so that the
     ``*_now`` methods work: a node then takes a move from its socket without awaiting."""
 
-    def update_room_now(self, code: str, change: RoomUpdate) -> Outcome:
-        """:meth:`update_room` at once (only where :attr:`in_process`)."""
+    def update_room_now(self, code: str, change: RoomUpdate, *, lazily: bool = False) -> Outcome:
+        """:meth:`update_room` at once (only where :attr:`in_process`); ``lazily``: a
+        report of standings alone, which the node can work out again from the move logs,
+        so that the store may keep the change later."""
         raise NotImplementedError
 
     def append_move_now(

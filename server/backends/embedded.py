@@ -19,6 +19,13 @@ so that a pass of many moves costs one small append, not a write to a page of ea
 player's log. When a race ends, each player's whole log becomes one row of ``logs``, and
 the journal's rows that no running race needs any more are deleted now and then. After
 a restart the running races' logs are read back from the journal.
+
+A report of standings alone (every game in it goes on) changes a running race's record
+several times a second, and each of its players' moves is in the journal already: the
+node works such a standing out again from the log after a restart. So that record is
+written lazily (:meth:`update_room_now` with ``lazily``): at least
+``LAZY_ROOM_WRITE_S`` after it changed, ``LAZY_ROOMS_A_COMMIT`` records a commit, and
+at once by any other change of the room and by :meth:`close`.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import array
 import asyncio
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import secrets
@@ -163,6 +171,11 @@ BUDGET_PRUNE_EVERY = 1024
 PRUNE_EVERY = 256
 """Commits between two prunings of the journal."""
 
+LAZY_ROOM_WRITE_S = 2.0
+"""The shortest a room record changed by standings alone waits to be written."""
+LAZY_ROOMS_A_COMMIT = 64
+"""Room records waiting to be written lazily that one commit writes at most."""
+
 
 class _Log:
     """A running race's log of one player: its moves, and their times in the race (ms)."""
@@ -223,6 +236,8 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         self._moves: list[tuple[str, int, str, int, str, int]] = []
         self._finished: dict[LogKey, tuple[str, str]] = {}  # moves, times: space-joined
         self._dirty: dict[str, Room | None] = {}
+        self._lazy: dict[str, float] = {}  # code -> loop time its record changed, oldest first
+        self._lazy_timer: asyncio.TimerHandle | None = None
         self._boards: dict[tuple[str, str], tuple[int, bytes]] = {}
         self._timer: asyncio.Handle | None = None  # the open group's commit, when scheduled
         # The loop time the open group is due at (None: at the end of this pass). Kept
@@ -311,7 +326,13 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     async def close(self) -> None:
         """Commit what is pending and close the SQLite file (and the directory's lock)."""
+        if self._lazy_timer is not None:
+            self._lazy_timer.cancel()
+            self._lazy_timer = None
         if self._db is not None:
+            if self._lazy and self._failed is None:
+                self._write_lazy(everything=True)
+                self._write()
             self.flush_writes()
             self._db.close()
             self._db = None
@@ -394,6 +415,8 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
                 [(*key, *log) for key, log in self._finished.items()],
             )
             self._finished = {}
+        if self._lazy:
+            self._write_lazy()
         if self._dirty:
             gone = [(code,) for code, room in self._dirty.items() if room is None]
             kept = [(code, _pack(room.to_dict())) for code, room in self._dirty.items() if room]
@@ -408,6 +431,42 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
                 [(c, p, race, view) for (c, p), (race, view) in self._boards.items()],
             )
             self._boards.clear()
+
+    def _write_lazy(self, everything: bool = False) -> None:
+        """Move the records waiting to be written lazily whose time has come (all of
+        them with ``everything``) into this commit's writes, a slice at a time."""
+        lazy = self._lazy
+        rooms = self._rooms
+        dirty = self._dirty
+        if everything:
+            for code in lazy:
+                if code not in dirty and code in rooms:
+                    dirty[code] = rooms[code]
+            lazy.clear()
+            return
+        try:
+            now = asyncio.get_running_loop().time()
+        except RuntimeError:
+            return
+        due = now - LAZY_ROOM_WRITE_S
+        taken = 0
+        for code, since in lazy.items():
+            if since > due or taken >= LAZY_ROOMS_A_COMMIT:
+                break
+            taken += 1
+            if code not in dirty and code in rooms:
+                dirty[code] = rooms[code]
+        for code in list(itertools.islice(lazy, taken)):
+            del lazy[code]
+
+    def _lazy_due(self) -> None:
+        """Open a group for the records waiting to be written lazily, and look again."""
+        self._lazy_timer = None
+        if not self._lazy or self._db is None or self._failed is not None:
+            return
+        self._write()
+        loop = asyncio.get_running_loop()
+        self._lazy_timer = loop.call_later(LAZY_ROOM_WRITE_S / 4, self._lazy_due)
 
     def flush_writes(self) -> None:
         """Commit the open group of writes, if there is one."""
@@ -445,6 +504,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         self._moves = []
         self._finished = {}
         self._dirty.clear()
+        self._lazy.clear()
         self._boards.clear()
         log.critical("storage_failed", error=str(error))
         with contextlib.suppress(sqlite3.Error):
@@ -553,8 +613,13 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         """Atomic by construction: nothing awaits between the read and the write."""
         return self.update_room_now(code, change)
 
-    def update_room_now(self, code: str, change: RoomUpdate) -> Outcome:
-        """Apply ``change`` to the record, to be committed with this pass's writes."""
+    def update_room_now(self, code: str, change: RoomUpdate, *, lazily: bool = False) -> Outcome:
+        """Apply ``change`` to the record, to be committed with this pass's writes.
+
+        With ``lazily`` (a report of standings in which every game goes on, which the
+        node works out again from the move logs after a restart), a change that keeps
+        the race running is written later (see the module's docstring).
+        """
         room = self._rooms.get(code)
         if room is None:
             raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, f"no room {code!r}")
@@ -562,12 +627,31 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         new = outcome.room
         if new is room:
             return outcome
+        if (
+            lazily
+            and new is not None
+            and new.state is RoomState.RACING
+            and room.state is RoomState.RACING
+            and new.race == room.race
+        ):
+            if self._failed is not None:
+                raise BackendUnavailable(f"sqlite: {self._failed}")
+            self._rooms[code] = new
+            if code in self._dirty:  # written with this group anyway: the newest
+                self._dirty[code] = new
+            elif code not in self._lazy:
+                loop = asyncio.get_running_loop()
+                self._lazy[code] = loop.time()
+                if self._lazy_timer is None:
+                    self._lazy_timer = loop.call_later(LAZY_ROOM_WRITE_S, self._lazy_due)
+            return outcome
         self._write()
         if new is None:
             del self._rooms[code]
         else:
             self._rooms[code] = new
         self._dirty[code] = new
+        self._lazy.pop(code, None)
         if room.state is RoomState.RACING and (new is None or new.state is not RoomState.RACING):
             self._race_over(code, room.race)
         return outcome

@@ -196,3 +196,55 @@ def test_a_group_says_when_it_is_due_on_either_event_loop(tmp_path: Path, loop_n
     assert window * 0.8 <= due <= window
     assert 0 < later < due
     assert committed == 1 and after == 0.0
+
+
+def stored_moves(data_dir: Path, code: str) -> dict[str, int]:
+    """Each player's moves as the room's record in the SQLite file says."""
+    db = sqlite3.connect(data_dir / "solrace.sqlite3")
+    try:
+        (data,) = db.execute("SELECT data FROM rooms WHERE code = ?", (code,)).fetchone()
+    finally:
+        db.close()
+    record = msgpack.unpackb(data, raw=False)
+    return {entry[0]: entry[3] for entry in record["players"]}  # player id, ..., moves
+
+
+@pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+async def test_a_report_of_standings_alone_is_written_later_and_at_close(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report of standings in which every game goes on changes the room's record in
+    memory at once (players and spectators hear it), and the SQLite file gets it at
+    least ``LAZY_ROOM_WRITE_S`` later (a restart works it out from the move logs
+    meanwhile); a node that stops writes every such record."""
+    from solrace.server.backends import embedded
+
+    lazy = 0.5
+    monkeypatch.setattr(embedded, "LAZY_ROOM_WRITE_S", lazy)
+    running = await start_server(commit_window_s=0.0)
+    backend = running.node.backend
+    assert isinstance(backend, EmbeddedBackend)
+    async with asyncio.timeout(TIMEOUT):
+        racer = await solo_racer(running.url, "lazy")
+        code = racer_room(running, racer)
+        await asyncio.sleep(0.05)
+        assert stored_moves(running.config.data_dir, code) == {racer.player_id: 0}
+        for rev in range(3):
+            await racer.send({"type": "move", "id": 200 + rev, "move": "d", "rev": rev})
+            ack = await racer.recv(lambda f: f["type"] in ("ack", "error"))
+            assert ack["type"] == "ack", ack
+        record = await backend.load_room(code)
+        assert record is not None and record.players[racer.player_id].moves == 3
+        # Committed (the moves are in the journal), the record not yet rewritten.
+        assert logged_moves(running.config.data_dir) >= 3
+        assert stored_moves(running.config.data_dir, code) == {racer.player_id: 0}
+        while stored_moves(running.config.data_dir, code) != {racer.player_id: 3}:
+            await asyncio.sleep(lazy / 10)
+        # One more: the node stops before its time comes, and writes it as it closes.
+        await racer.send({"type": "move", "id": 300, "move": "d", "rev": 3})
+        ack = await racer.recv(lambda f: f["type"] in ("ack", "error"))
+        assert ack["type"] == "ack", ack
+        assert stored_moves(running.config.data_dir, code) == {racer.player_id: 3}
+        await racer.close()
+        await running.server.close()
+    assert stored_moves(running.config.data_dir, code) == {racer.player_id: 4}

@@ -231,3 +231,44 @@ async def _race_through_a_restart(
     assert board["count"] == 1
     assert board["you"]["attempt"] == 1 and board["you"]["ranked"] is True
     assert board["you"]["moves"] == len(daily.acked)
+
+
+async def test_standings_not_yet_written_are_worked_out_from_the_logs_after_a_kill(
+    node: NodeProcess,
+) -> None:
+    """A report of standings alone is written to the SQLite file lazily (seconds later):
+    killed in between, the node works each player's standing out again from the move
+    log, with its banked count, when it starts again."""
+    clients: list[Client] = []
+    try:
+        rng = random.Random(5)
+        players = [
+            Player(await client(node, f"k{i}", clients), 0, random.Random(rng.random()))
+            for i in range(2)
+        ]
+        host = players[0].client
+        room = await host.create_room("canfield", max_players=2, countdown=0, undo=False)
+        await players[1].client.join(room["code"])
+        await host.start()
+        for player in players:
+            await player.client.next_event("race_started", timeout=TIMEOUT)
+        for _ in range(8):
+            for player in players:
+                await player.play_one()
+        node.kill()
+        await asyncio.sleep(0.2)
+        node.start()
+        await asyncio.to_thread(node.wait_listening)
+        await host.next_event("resumed", timeout=4 * TIMEOUT)
+        snapshot = await host.sync()
+        standings = {p["player_id"]: p for p in snapshot["players"]}
+        for player in players:
+            mine = standings[player.client.player_id]
+            assert mine["moves"] == len(player.acked), (mine, player.acked)
+            view = player.client.view
+            assert view is not None
+            assert mine["banked"] == sum(f["count"] for f in view["foundations"]), mine
+    finally:
+        for made in clients:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(made.close(), TIMEOUT)
