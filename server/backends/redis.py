@@ -186,6 +186,34 @@ end
 return n
 """
 
+# _APPEND_MOVE for several moves at once, in order: KEYS are each move's log and its room's
+# set of logs; ARGV: time to live in ms (0: none), then each move's rev, move and time.
+# Returns each move's answer as _APPEND_MOVE would, in a list.
+_APPEND_MOVES = """
+local ttl = tonumber(ARGV[1])
+local out = {}
+for i = 1, #KEYS / 2 do
+  local log, logs = KEYS[2 * i - 1], KEYS[2 * i]
+  local rev, move = tonumber(ARGV[3 * i - 1]), ARGV[3 * i]
+  local id = '0-' .. (rev + 1)
+  local n = redis.call('XLEN', log)
+  out[i] = n
+  if rev == n then
+    redis.call('XADD', log, id, 'm', move, 't', ARGV[3 * i + 1])
+    redis.call('SADD', logs, log)
+    if ttl > 0 then
+      redis.call('PEXPIRE', log, ttl)
+      redis.call('PEXPIRE', logs, ttl)
+    end
+    out[i] = -1
+  elseif rev < n then
+    local entry = redis.call('XRANGE', log, id, id)
+    if entry[1] ~= nil and entry[1][2][2] == move then out[i] = -1 end
+  end
+end
+return out
+"""
+
 
 # KEYS: the room's boards; ARGV: time to live in ms (0: none), then player, board pairs
 _SAVE_BOARDS = """
@@ -394,6 +422,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._swap_room_publish = self._redis.register_script(_SWAP_ROOM_PUBLISH)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
+        self._append_moves = self._redis.register_script(_APPEND_MOVES)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
         self._records: dict[str, tuple[bytes, Room]] = {}  # code: (version, record)
         self._calls: list[_Call] = []  # asked for in this window, not yet sent
@@ -787,6 +816,28 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
+    def _combined(self, batch: list[_Call]) -> tuple[list[_Call], list[_Call], _Call | None]:
+        """The calls to send for ``batch``: on one Redis, its appends as one call of
+        ``_APPEND_MOVES`` (one command to pack and one reply to read, not one each), else
+        as they are. Also the appends so combined, and the call that holds them."""
+        appends = [call for call in batch if call[0] is self._append_move]
+        if len(appends) < 2 or isinstance(self._redis, RedisCluster):
+            return batch, [], None
+        keys: list[str] = []
+        args: list[Any] = [self.room_ttl_ms]
+        for _, call_keys, (rev, _, move, _, at_ms), _ in appends:
+            keys += call_keys
+            args += (rev, move, at_ms)
+        combined: _Call = (
+            self._append_moves,
+            keys,
+            args,
+            asyncio.get_running_loop().create_future(),
+        )
+        calls = [call for call in batch if call[0] is not self._append_move]
+        calls.append(combined)
+        return calls, appends, combined
+
     async def _run_calls(self, batch: list[_Call]) -> None:
         """One round trip for the pass's calls; each answer to its own caller."""
         self.batched_round_trips += 1
@@ -795,6 +846,36 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             self.append_round_trips += 1
         if scripts & {id(self._swap_room), id(self._swap_room_publish)}:
             self.swap_round_trips += 1
+        sent, appends, combined = self._combined(batch)
+        try:
+            await self._send_batch(sent)
+        finally:
+            if combined is not None:
+                self._answer_appends(appends, combined[3])
+
+    @staticmethod
+    def _answer_appends(appends: list[_Call], combined: asyncio.Future[Any]) -> None:
+        """Each combined append's own answer, from the call that held them."""
+        error: BaseException | None = None
+        results: list[Any] = []
+        if not combined.done() or combined.cancelled():
+            error = BackendUnavailable("redis: the append was cancelled")
+        elif combined.exception() is not None:
+            error = combined.exception()
+        else:
+            results = list(combined.result())
+            if len(results) != len(appends):
+                error = BackendUnavailable("redis: a short answer to the appends")
+        for n, (*_, answer) in enumerate(appends):
+            if answer.done():
+                continue
+            if error is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(results[n])
+
+    async def _send_batch(self, batch: list[_Call]) -> None:
+        """Send the calls in one round trip and settle each one's answer."""
         try:
             if isinstance(self._redis, RedisCluster):
                 answers: list[Any] = await asyncio.gather(

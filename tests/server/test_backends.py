@@ -514,6 +514,40 @@ async def test_the_appends_of_one_pass_go_to_redis_in_one_round_trip(backend: Ba
 
 
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_appends_sent_as_one_call_each_get_their_own_answer(
+    backend: Backend, peer: Backend
+) -> None:
+    """On one Redis the appends of a round trip go as one script call. Each keeps its
+    own answer: logged, the same move again (a retry after a lost reply: logged), a
+    rewrite or a gap (stale), and two moves of one log in order."""
+    from solrace.server.backends.redis import RedisBackend
+
+    assert isinstance(backend, RedisBackend)
+    await backend.create_room(new_room())
+    await backend.append_move(CODE, 1, "old", 0, "d", 3)
+    before = backend.append_round_trips
+    results = await asyncio.gather(
+        backend.append_move(CODE, 1, "new", 0, "d", 5),  # logged
+        backend.append_move(CODE, 1, "old", 0, "d", 3),  # the same move again
+        backend.append_move(CODE, 1, "old", 0, "u", 6),  # a rewrite
+        backend.append_move(CODE, 1, "gap", 2, "d", 7),  # a gap
+        backend.append_move(CODE, 1, "two", 0, "d", 8),
+        backend.append_move(CODE, 1, "two", 1, "u", 9),  # after the one before it
+        return_exceptions=True,
+    )
+    assert backend.append_round_trips == before + 1
+    assert results[0] is None and results[1] is None
+    for refused in (results[2], results[3]):
+        assert isinstance(refused, ProtocolError) and refused.code is ErrorCode.STALE_REVISION
+    assert results[4] is None and results[5] is None
+    # As another node reads them.
+    assert await peer.read_timed_moves(CODE, 1, "new") == [("d", 5)]
+    assert await peer.read_timed_moves(CODE, 1, "old") == [("d", 3)]
+    assert await peer.read_timed_moves(CODE, 1, "gap") == []
+    assert await peer.read_timed_moves(CODE, 1, "two") == [("d", 8), ("u", 9)]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
 async def test_the_swaps_and_appends_of_one_pass_share_one_round_trip(
     backend: Backend, peer: Backend
 ) -> None:
