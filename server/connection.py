@@ -47,6 +47,12 @@ HELD_LIMIT = READ_CHUNK  # bytes held between the request and the handler before
 # headers, each a line at most MAX_LINE_LENGTH long, and the blank line).
 REQUEST_LIMIT = (MAX_NUM_HEADERS + 2) * (MAX_LINE_LENGTH + 2)
 CLOSE_TOO_SLOW = 1013  # try again later: resume, and the snapshot catches up
+PING_BURST = 32.0
+"""Pings a client may send at once; its own keepalive sends one every few seconds."""
+PING_RATE = 2.0
+"""Pings a second a client may go on sending. Each ping is a pong to write: a client
+past this is closed (1008) before its pings cost the node the others' moves."""
+OP_PING = 0x9
 
 OP_TEXT = 0x81  # FIN and the opcode: a whole text message in one frame
 OP_BINARY = 0x82  # FIN and the opcode: a whole binary message in one frame
@@ -220,7 +226,9 @@ class Connection(ServerConnection):
     pauses writing, at ``serve(write_limit=...)``, or at ``max_buffer`` if that is
     lower), the connection reads nothing from it either; with ``write_limit`` at
     ``max_buffer``, a client that never reads reaches the cap rather than stalling below
-    it, and the keepalive's pings are never held back by a buffer below the cap.
+    it, and the keepalive's pings are never held back by a buffer below the cap. A
+    client's pings, each a pong to write, are limited to ``PING_BURST`` at once and
+    ``PING_RATE`` a second; past that the connection is closed with 1008 and dropped.
     """
 
     # Settings, set on the class by configured() (or on an instance before it reads).
@@ -250,6 +258,8 @@ class Connection(ServerConnection):
     _closer: asyncio.Task[None] | None = None
     _out: list[bytes]  # frames pushed and not yet written, header and payload
     _held: list[bytes]  # bytes after the request, until the handler starts reading
+    _pings: float  # the pings the client may send now (PING_BURST at most)
+    _pinged_at: float  # the loop's time when they were counted
     _raw: bool  # whether pushed frames are written here (no extension, no debug log)
 
     @classmethod
@@ -378,6 +388,24 @@ class Connection(ServerConnection):
                 self.send_data()
         self.transport.abort()  # the client is gone: its socket would hold the close
 
+    def _ping_allowed(self) -> bool:
+        """Take a ping from the connection's allowance; past it, drop the connection."""
+        now = self.loop.time()
+        pings = min(PING_BURST, self._pings + (now - self._pinged_at) * PING_RATE)
+        self._pinged_at = now
+        if pings >= 1.0:
+            self._pings = pings - 1.0
+            return True
+        self._pings = pings
+        log.info("too_many_pings", conn=self.id.hex)
+        if self.protocol.state is State.OPEN:
+            self.protocol.fail(CloseCode.POLICY_VIOLATION, "too many pings")
+            with contextlib.suppress(Exception):
+                self.send_data()
+        # Its pings come faster than it reads: the close would wait behind them.
+        self.transport.abort()
+        return False
+
     def _close_too_slow(self) -> None:
         """Too many bytes wait to be sent: close with 1013 (the client resumes)."""
         if self._too_slow:
@@ -432,6 +460,8 @@ class Connection(ServerConnection):
         self._out = []
         self._held = []
         self._raw = False  # until the handshake is done
+        self._pings = PING_BURST
+        self._pinged_at = self.loop.time()
         # The queue of messages pauses reading through this connection, which knows of
         # the other reasons to pause it too.
         self.recv_messages = Assembler(
@@ -588,6 +618,9 @@ class Connection(ServerConnection):
                 return
             if first == OP_BINARY and not self._partial:
                 self._message(apply_mask(buf[head + 4 : stop], buf[head : head + 4]))
+            elif first & 0x0F == OP_PING and not self._ping_allowed():
+                self._unread = b""
+                return
             else:
                 # websockets' events then say whether a fragmented message goes on.
                 self._receive(buf[pos:stop])

@@ -30,6 +30,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Opcode
 
 from solrace.client import Client
+from solrace.server import connection as connection_module
 from solrace.server.connection import Connection, Cork
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +82,14 @@ async def test_frames_pushed_past_the_cap_close_the_connection_with_1013() -> No
         await server.wait_closed()
 
 
+@pytest.fixture
+def pings_unlimited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pings past their own allowance close a connection first (the test after the next):
+    lifted for the tests that fill a connection's writes with pongs."""
+    monkeypatch.setattr(connection_module, "PING_BURST", float(1 << 40))
+
+
+@pytest.mark.usefixtures("pings_unlimited")
 async def test_pongs_past_the_cap_abort_the_connection() -> None:
     cap = 64 * 1024
     connection = Connection.configured(max_size=1 << 16, max_buffer=cap, cork=Cork())
@@ -111,6 +120,40 @@ async def test_pongs_past_the_cap_abort_the_connection() -> None:
                     await asyncio.sleep(0)
             await ws.wait_closed()  # aborted at once: no closing handshake to wait for
             assert ws.protocol.close_sent is None  # no close frame was sent
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_pings_past_their_allowance_close_the_connection_with_1008() -> None:
+    """Each ping is a pong to write: a client may send ``PING_BURST`` at once and
+    ``PING_RATE`` a second, as a keepalive does; one more closes it with 1008."""
+    connection = Connection.configured(max_size=1 << 16, max_buffer=1 << 20, cork=Cork())
+    connections: list[Connection] = []
+
+    async def handler(ws: Any) -> None:
+        connections.append(ws)
+        ws.start_reading()
+        await ws.wait_closed()
+
+    server = await serve(
+        handler, "127.0.0.1", 0, create_connection=connection, compression=None, ping_interval=None
+    )
+    port = int(next(iter(server.sockets)).getsockname()[1])
+    try:
+        async with (
+            asyncio.timeout(TIMEOUT),
+            connect(f"ws://127.0.0.1:{port}", ping_interval=None) as client,
+        ):
+            allowed = int(connection_module.PING_BURST)
+            for _ in range(allowed):  # a burst: each answered
+                await (await client.ping())
+            with pytest.raises(ConnectionClosed) as closed:
+                for _ in range(allowed):
+                    await client.ping()
+                await client.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+            assert connections[0].protocol.close_sent is not None
     finally:
         server.close()
         await server.wait_closed()
@@ -157,6 +200,7 @@ async def test_a_client_that_does_not_read_its_1013_is_dropped_after_the_close_t
         await server.wait_closed()
 
 
+@pytest.mark.usefixtures("pings_unlimited")
 async def test_reading_pauses_while_writes_are_paused() -> None:
     # Writes pause here well below the cap, so that the pause itself can be watched.
     connection = Connection.configured(max_size=1 << 16, max_buffer=64 * MiB, cork=Cork())
