@@ -69,11 +69,11 @@ class LoadTest:
     metrics_url: str | None = None
     ramp_s: float = 10.0
     time_limit_s: int = 3600
+    """Each race's time limit (10 to 3600 s). Bots playing at random rarely finish a game,
+    so a race mostly ends at its limit; a shorter one deals again as often as people do."""
     handshake_timeout_s: float = 30.0
     """How long a bot waits for the server's answer to its websocket handshake; past it
     the bot counts as failed to connect and its connection is closed."""
-    """Each race's time limit (10 to 3600 s). Bots playing at random rarely finish a game,
-    so a race mostly ends at its limit; a shorter one deals again as often as people do."""
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from ..engine import new_game, parse_move, player_view, spectator_view
+from ..engine import new_game, player_view, spectator_view
 from ..protocol import (
     CreateRoom,
     ErrorCode,
@@ -29,6 +29,7 @@ from ..protocol import (
 from . import room as rooms
 from .deal_pool import CERTIFIABLE
 from .ghosts import GhostRun
+from .moves import replayed
 from .room import (
     MIN_SPECTATOR_DELAY,
     Ghost,
@@ -493,18 +494,12 @@ class RoomCommands:
                 continue
             # The standing as of the player's last move, its banked count as of the move
             # that first reached it (the log's times count from the race's start).
-            game = new_game(room.settings.variant, room.seed, undo_allowed=room.settings.undo)
-            starts = room.starts_ms or 0
-            at = starts
-            reached = [starts] * (game.banked + 1)
-            for text, offset in await backend.read_timed_moves(room.code, room.race, player_id):
-                game.apply(parse_move(text))
-                at = starts + offset
-                reached.extend([at] * (game.banked + 1 - len(reached)))
+            timed = await backend.read_timed_moves(room.code, room.race, player_id)
+            game, reached = replayed(room, timed)
             updates.append(
                 Standing(
                     player_id,
-                    at,
+                    (room.starts_ms or 0) + (timed[-1][1] if timed else 0),
                     game.status.value,
                     game.banked,
                     game.moves,

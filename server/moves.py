@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import math
 import time
+from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from .node import Node
     from .session import Session
 
-__all__ = ["MovePath", "normalise"]
+__all__ = ["MovePath", "normalise", "replayed"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -60,6 +61,19 @@ so their writes share one round trip instead of one each."""
 SHOWN_WHILE_RACING = frozenset({SpectatorMode.LIVE, SpectatorMode.DELAYED})
 """The spectator settings whose progress events carry boards (a ``delayed`` room's nodes
 hold them back from their spectators)."""
+
+
+def replayed(room: Room, timed: Iterable[tuple[str, int]]) -> tuple[Game, list[int]]:
+    """A player's game of the room's race rebuilt from its log of timed moves, and when
+    (ms, the node's clock) each count of cards banked was first reached."""
+    assert room.seed is not None
+    game = new_game(room.settings.variant, room.seed, undo_allowed=room.settings.undo)
+    starts = room.starts_ms or 0
+    reached = [starts] * (game.banked + 1)
+    for text, at in timed:
+        game.apply(parse_move(text))
+        reached.extend([starts + at] * (game.banked + 1 - len(reached)))
+    return game, reached
 
 
 def normalise(text: str) -> str:
@@ -152,13 +166,8 @@ class MovePath:
             game = None
             held.games_of(room.race).pop(player_id, None)
         if game is None:
-            assert room.seed is not None
-            rebuilt = new_game(room.settings.variant, room.seed, undo_allowed=room.settings.undo)
-            starts = room.starts_ms or 0
-            reached = [starts] * (rebuilt.banked + 1)
-            for text, at in await backend.read_timed_moves(room.code, room.race, player_id):
-                rebuilt.apply(parse_move(text))
-                reached.extend([starts + at] * (rebuilt.banked + 1 - len(reached)))
+            timed = await backend.read_timed_moves(room.code, room.race, player_id)
+            rebuilt, reached = replayed(room, timed)
             # Another task may have rebuilt it while the log was read, and played a move on
             # it since: keep that one, never a copy that misses the move.
             game = held.games_of(room.race).setdefault(player_id, rebuilt)

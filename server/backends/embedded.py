@@ -34,7 +34,6 @@ import array
 import asyncio
 import contextlib
 import fcntl
-import itertools
 import json
 import os
 import secrets
@@ -330,9 +329,8 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             self._lazy_timer.cancel()
             self._lazy_timer = None
         if self._db is not None:
-            if self._lazy and self._failed is None:
+            if self._failed is None:
                 self._write_lazy(everything=True)
-                self._write()
             self.flush_writes()
             self._db.close()
             self._db = None
@@ -449,15 +447,15 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         except RuntimeError:
             return
         due = now - LAZY_ROOM_WRITE_S
-        taken = 0
+        ready: list[str] = []
         for code, since in lazy.items():
-            if since > due or taken >= LAZY_ROOMS_A_COMMIT:
+            if since > due or len(ready) >= LAZY_ROOMS_A_COMMIT:
                 break
-            taken += 1
+            ready.append(code)
+        for code in ready:
+            del lazy[code]
             if code not in dirty and code in rooms:
                 dirty[code] = rooms[code]
-        for code in list(itertools.islice(lazy, taken)):
-            del lazy[code]
 
     def _lazy_due(self) -> None:
         """Open a group for the records waiting to be written lazily, and look again."""

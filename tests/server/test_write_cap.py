@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,17 +82,12 @@ async def test_frames_pushed_past_the_cap_close_the_connection_with_1013() -> No
         await server.wait_closed()
 
 
-@pytest.fixture
-def pings_unlimited(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pings past their own allowance close a connection first (the test after the next):
-    lifted for the tests that fill a connection's writes with pongs."""
-    monkeypatch.setattr(connection_module, "PING_BURST", float(1 << 40))
-
-
-@pytest.mark.usefixtures("pings_unlimited")
-async def test_pongs_past_the_cap_abort_the_connection() -> None:
-    cap = 64 * 1024
-    connection = Connection.configured(max_size=1 << 16, max_buffer=cap, cork=Cork())
+@contextlib.asynccontextmanager
+async def idle_server(
+    connection: type[Connection], **options: Any
+) -> AsyncIterator[tuple[int, list[Connection]]]:
+    """A server of ``connection``s that read (pings included) and send nothing of their
+    own: its port, and its connections as they come."""
     connections: list[Connection] = []
 
     async def handler(ws: Any) -> None:
@@ -106,11 +101,28 @@ async def test_pongs_past_the_cap_abort_the_connection() -> None:
         0,
         create_connection=connection,
         compression=None,
-        write_limit=cap,
         ping_interval=None,
+        **options,
     )
-    port = int(next(iter(server.sockets)).getsockname()[1])
     try:
+        yield int(next(iter(server.sockets)).getsockname()[1]), connections
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.fixture
+def pings_unlimited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pings past their own allowance close a connection first (the test after the next):
+    lifted for the tests that fill a connection's writes with pongs."""
+    monkeypatch.setattr(connection_module, "PING_BURST", float(1 << 40))
+
+
+@pytest.mark.usefixtures("pings_unlimited")
+async def test_pongs_past_the_cap_abort_the_connection() -> None:
+    cap = 64 * 1024
+    connection = Connection.configured(max_size=1 << 16, max_buffer=cap, cork=Cork())
+    async with idle_server(connection, write_limit=cap) as (port, connections):
         async with asyncio.timeout(TIMEOUT):
             peer = await Peer.open(port, rcvbuf=4096)
             ws = connections[0]
@@ -120,43 +132,26 @@ async def test_pongs_past_the_cap_abort_the_connection() -> None:
                     await asyncio.sleep(0)
             await ws.wait_closed()  # aborted at once: no closing handshake to wait for
             assert ws.protocol.close_sent is None  # no close frame was sent
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 async def test_pings_past_their_allowance_close_the_connection_with_1008() -> None:
     """Each ping is a pong to write: a client may send ``PING_BURST`` at once and
     ``PING_RATE`` a second, as a keepalive does; one more closes it with 1008."""
     connection = Connection.configured(max_size=1 << 16, max_buffer=1 << 20, cork=Cork())
-    connections: list[Connection] = []
-
-    async def handler(ws: Any) -> None:
-        connections.append(ws)
-        ws.start_reading()
-        await ws.wait_closed()
-
-    server = await serve(
-        handler, "127.0.0.1", 0, create_connection=connection, compression=None, ping_interval=None
-    )
-    port = int(next(iter(server.sockets)).getsockname()[1])
-    try:
-        async with (
-            asyncio.timeout(TIMEOUT),
-            connect(f"ws://127.0.0.1:{port}", ping_interval=None) as client,
-        ):
-            allowed = int(connection_module.PING_BURST)
-            for _ in range(allowed):  # a burst: each answered
-                await (await client.ping())
-            with pytest.raises(ConnectionClosed) as closed:
-                for _ in range(allowed):
-                    await client.ping()
-                await client.recv()
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
-            assert connections[0].protocol.close_sent is not None
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with (
+        idle_server(connection) as (port, connections),
+        asyncio.timeout(TIMEOUT),
+        connect(f"ws://127.0.0.1:{port}", ping_interval=None) as client,
+    ):
+        allowed = int(connection_module.PING_BURST)
+        for _ in range(allowed):  # a burst: each answered
+            await (await client.ping())
+        with pytest.raises(ConnectionClosed) as closed:
+            for _ in range(allowed):
+                await client.ping()
+            await client.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        assert connections[0].protocol.close_sent is not None
 
 
 async def test_a_client_that_does_not_read_its_1013_is_dropped_after_the_close_timeout() -> None:
