@@ -31,6 +31,7 @@ import structlog
 from ..engine import format_move
 from ..engine.solver import Outcome, Verdict, solve_deal
 from ..protocol import ErrorCode, ProtocolError
+from .aio import cancel_until_done
 from .daily import DayDeal, daily_seed, day_deal, utc_date
 
 if TYPE_CHECKING:
@@ -200,6 +201,8 @@ class DealPool:
             try:
                 for day in (today, tomorrow):
                     for variant in sorted(CERTIFIABLE):
+                        if node.stopped:
+                            return
                         await self.daily(day, variant)
             except asyncio.CancelledError:
                 raise
@@ -251,14 +254,11 @@ class DealPool:
 
     async def close(self) -> None:
         """Stop topping up and let the workers go."""
-        tasks = [*self._filling.values(), *([self._days] if self._days else [])]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):  # cancelled or failed: gone either way
-                await task
+        await cancel_until_done([*self._filling.values(), *([self._days] if self._days else [])])
         self._filling = {}
         self._days = None
-        if self._workers is not None:
-            self._workers.terminate()  # a deal half solved is not worth waiting for
-            self._workers = None
+        workers, self._workers = self._workers, None
+        if workers is not None:
+            # A deal half solved is not worth waiting for; terminate() joins the workers
+            # and the pool's threads, off the event loop.
+            await asyncio.to_thread(workers.terminate)

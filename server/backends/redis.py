@@ -81,6 +81,7 @@ from redis.exceptions import (
 )
 
 from ...protocol import ErrorCode, Progress, ProtocolError
+from ..aio import cancel_until_done
 from ..room import Outcome, Room
 from .base import (
     MAX_COMMIT_WINDOW_S,
@@ -510,12 +511,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._closing = True
         placer, self._placer = self._placer, None
         tasks = [shard.task for shard in self._shards.values() if shard.task is not None]
-        for task in [*tasks, *([placer] if placer is not None else [])]:
-            # redis-py may swallow a cancellation that lands as a read's own timeout
-            # fires, so cancel until the task is done (it also stops on _closing).
-            while not task.done():
-                task.cancel()
-                await asyncio.wait([task], timeout=0.1)
+        await cancel_until_done([*tasks, *([placer] if placer is not None else [])])
         for shard in list(self._shards.values()):
             await self._drop_pubsub(shard)
             with contextlib.suppress(*UNAVAILABLE_ERRORS):
