@@ -259,6 +259,39 @@ class DealPool:
         self._days = None
         workers, self._workers = self._workers, None
         if workers is not None:
-            # A deal half solved is not worth waiting for; terminate() joins the workers
-            # and the pool's threads, off the event loop.
-            await asyncio.to_thread(workers.terminate)
+            await _terminate(workers)
+
+
+TERMINATE_WAIT_S = 10.0
+"""The longest a node's stop waits for its solver pool to end before killing its workers."""
+
+
+async def _terminate(workers: Pool) -> None:
+    """End the solver pool: a deal half solved is not worth waiting for.
+
+    ``terminate()`` joins the workers and the pool's threads, which blocks: it runs in a
+    thread of its own (a daemon, which an exiting process does not wait for), and a pool
+    that has not ended after :data:`TERMINATE_WAIT_S` has its workers killed.
+    """
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    def run() -> None:
+        try:
+            workers.terminate()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop closed after giving up on it
+                loop.call_soon_threadsafe(settle)
+
+    threading.Thread(target=run, name="solrace-solver-stop", daemon=True).start()
+    try:
+        await asyncio.wait_for(asyncio.shield(ended), TERMINATE_WAIT_S)
+    except TimeoutError:
+        log.warning("solver_pool_stop_slow", waited_s=TERMINATE_WAIT_S)
+        for child in multiprocessing.active_children():
+            if child.name.startswith("SpawnPoolWorker"):
+                child.kill()
