@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 __all__ = ["RedisServer", "TlsFiles", "free_port", "make_tls_files"]
 
@@ -131,6 +133,7 @@ class RedisServer:
             password=self.password,
             socket_timeout=2.0,
             socket_connect_timeout=2.0,
+            retry=Retry(NoBackoff(), 0),  # callers poll by themselves
             **tls,
         )
 

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 import redis
 from conftest import PLAIN_DEALS, TIMEOUT, RunningServer
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from redis_server import free_port
 
 from solrace.server import Node, ServerConfig, SolraceServer, make_backend
@@ -143,7 +145,9 @@ class RedisWithDeployConf:
 
     def client(self) -> redis.Redis:
         """A client with short timeouts."""
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2.0)
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, socket_timeout=2.0, retry=Retry(NoBackoff(), 0)
+        )
 
     def start(self) -> None:
         """Start it and wait for a PING; fail with its output if it exits."""
@@ -165,6 +169,8 @@ class RedisWithDeployConf:
                 with self.client() as c:
                     if c.ping():
                         return
+            except redis.AuthenticationError:  # up, and it wants a password first
+                raise AssertionError("redis-server answers only with a password") from None
             except redis.ConnectionError:
                 assert time.monotonic() < deadline, "redis-server did not answer"
                 time.sleep(0.02)
@@ -475,7 +481,7 @@ async def test_compose_redis_wants_the_password_the_nodes_are_given(tmp_path: Pa
     extra = command[command.index("--requirepass") :]
     server = RedisWithDeployConf(tmp_path / "redis", *extra)
     with pytest.raises(AssertionError):
-        server.start()  # no PING without the password: the helper gives up, Redis is up
+        server.start()  # no PING without the password: the helper says so, Redis is up
     try:
         with server.client() as anonymous, pytest.raises(redis.AuthenticationError):
             anonymous.ping()

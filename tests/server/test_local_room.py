@@ -69,7 +69,8 @@ def _allocated(snapshot: tracemalloc.Snapshot) -> int:
 async def test_a_room_that_races_a_thousand_times_holds_no_more_memory(
     start_server: ServerFactory,
 ) -> None:
-    server = await start_server(limits=FAST)  # faster than a person: no rate limit
+    # Faster than a person: no rate limit, and no commit window for the serial requests.
+    server = await start_server(limits=FAST, commit_window_s=0.0)
     ann = Client(server.url, name="ann", request_timeout=TIMEOUT)
     await ann.connect()
     room = await ann.create_room("rainbow-canfield", max_players=1, countdown=0)
@@ -107,7 +108,8 @@ async def test_a_room_that_races_a_thousand_times_holds_no_more_memory(
 async def test_a_spectator_of_a_long_game_on_another_node_never_replays_its_log(
     start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    playing = await start_server(limits=FAST, progress_interval_s=0.1)
+    # No commit window: the game's 10,000 moves come one after another from one player.
+    playing = await start_server(limits=FAST, progress_interval_s=0.1, commit_window_s=0.0)
     watching = await start_server(limits=FAST, progress_interval_s=0.1)
     raw = await RawClient.open(playing.url, name="ann")
     created = await raw.request(

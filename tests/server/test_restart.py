@@ -165,10 +165,8 @@ async def _race_through_a_restart(
             await asyncio.sleep(0.001)
 
     # Down, for a second, with moves in flight.
-    if how == "SIGKILL":
-        node.kill()
-    else:
-        node.stop()
+    # In a thread: the clients must go on reading meanwhile, to answer the node's closing.
+    await asyncio.to_thread(node.kill if how == "SIGKILL" else node.stop)
     await asyncio.sleep(DOWN_S)
     node.start()
     await asyncio.to_thread(node.wait_listening)
