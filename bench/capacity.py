@@ -854,9 +854,10 @@ async def run(args: argparse.Namespace) -> str:
             pairs[f"first_fail_{b}"] = str(fail.players)
     loop, parser = args.loop_used, args.parser_used
     if closed:
-        embedded = closed[("embedded", loop, "-")]
-        pairs["embedded_moves_per_s"] = f"{embedded.per_s:.0f}"
-        if ("redis", loop, parser) in closed:
+        embedded = closed.get(("embedded", loop, "-"))
+        if embedded is not None:
+            pairs["embedded_moves_per_s"] = f"{embedded.per_s:.0f}"
+        if embedded is not None and ("redis", loop, parser) in closed:
             on_redis = closed[("redis", loop, parser)]
             pairs["redis_moves_per_s"] = f"{on_redis.per_s:.0f}"
             pairs["redis_moves_ratio"] = f"{ratio(on_redis.per_s, embedded.per_s):.3f}"

@@ -187,24 +187,29 @@ end
 return n
 """
 
-# _APPEND_MOVE for several moves at once, in order: KEYS are each move's log and its room's
-# set of logs; ARGV: time to live in ms (0: none), then each move's rev, move and time.
+# _APPEND_MOVE for several moves at once, in order, on one Redis (never a cluster: the keys
+# are named in the argument, not in KEYS, which a cluster would need to route the call).
+# ARGV[1] is one msgpack array: the time to live in ms (0: none), then each move's log, its
+# room's set of logs, rev, move and time. One argument, not five a move: redis-py packs a
+# command's arguments one by one in Python, which cost more than the rest of the call.
 # Returns each move's answer as _APPEND_MOVE would, in a list.
 _APPEND_MOVES = """
-local ttl = tonumber(ARGV[1])
+local a = cmsgpack.unpack(ARGV[1])
+local ttl = a[1]
 local out = {}
-for i = 1, #KEYS / 2 do
-  local log, logs = KEYS[2 * i - 1], KEYS[2 * i]
-  local rev, move = tonumber(ARGV[3 * i - 1]), ARGV[3 * i]
-  local id = '0-' .. (rev + 1)
+local i = 0
+for j = 2, #a, 5 do
+  i = i + 1
+  local log, logs, rev, move = a[j], a[j + 1], a[j + 2], a[j + 3]
+  local id = '0-' .. string.format('%d', rev + 1)
   local n = redis.call('XLEN', log)
   out[i] = n
   if rev == n then
-    redis.call('XADD', log, id, 'm', move, 't', ARGV[3 * i + 1])
+    redis.call('XADD', log, id, 'm', move, 't', string.format('%d', a[j + 4]))
     redis.call('SADD', logs, log)
     if ttl > 0 then
-      redis.call('PEXPIRE', log, ttl)
-      redis.call('PEXPIRE', logs, ttl)
+      redis.call('PEXPIRE', log, string.format('%d', ttl))
+      redis.call('PEXPIRE', logs, string.format('%d', ttl))
     end
     out[i] = -1
   elseif rev < n then
@@ -819,15 +824,13 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         appends = [call for call in batch if call[0] is self._append_move]
         if len(appends) < 2 or isinstance(self._redis, RedisCluster):
             return batch, [], None
-        keys: list[str] = []
-        args: list[Any] = [self.room_ttl_ms]
-        for _, call_keys, (rev, _, move, _, at_ms), _ in appends:
-            keys += call_keys
-            args += (rev, move, at_ms)
+        packed: list[Any] = [self.room_ttl_ms]
+        for _, (log, logs), (rev, _, move, _, at_ms), _ in appends:
+            packed += (log, logs, rev, move, at_ms)
         combined: _Call = (
             self._append_moves,
-            keys,
-            args,
+            [],
+            [msgpack.packb(packed)],
             asyncio.get_running_loop().create_future(),
         )
         calls = [call for call in batch if call[0] is not self._append_move]

@@ -515,7 +515,7 @@ async def test_the_appends_of_one_pass_go_to_redis_in_one_round_trip(backend: Ba
 
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
 async def test_appends_sent_as_one_call_each_get_their_own_answer(
-    backend: Backend, peer: Backend
+    backend: Backend, peer: Backend, redis_url: str | None
 ) -> None:
     """On one Redis the appends of a round trip go as one script call. Each keeps its
     own answer: logged, the same move again (a retry after a lost reply: logged), a
@@ -545,6 +545,19 @@ async def test_appends_sent_as_one_call_each_get_their_own_answer(
     assert await peer.read_timed_moves(CODE, 1, "old") == [("d", 3)]
     assert await peer.read_timed_moves(CODE, 1, "gap") == []
     assert await peer.read_timed_moves(CODE, 1, "two") == [("d", 8), ("u", 9)]
+    # Each log, and the room's set of them, lives as long as the room (24 h by default).
+    from redis.asyncio import Redis
+
+    assert redis_url is not None
+    client = Redis.from_url(redis_url)
+    try:
+        for key in (f"solrace:{{{CODE}}}:log:1:two", f"solrace:{{{CODE}}}:logs"):
+            assert 86_000_000 < await client.pttl(key) <= 86_400_000, key
+        assert await client.smembers(f"solrace:{{{CODE}}}:logs") == {
+            f"solrace:{{{CODE}}}:log:1:{p}".encode() for p in ("new", "old", "two")
+        }
+    finally:
+        await client.aclose()
 
 
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
