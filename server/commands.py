@@ -27,7 +27,7 @@ from ..protocol import (
     Sync,
 )
 from . import room as rooms
-from .deal_pool import CERTIFIABLE
+from .deal_pool import CERTIFIABLE, playable_seed
 from .ghosts import GhostRun
 from .moves import replayed
 from .room import (
@@ -271,7 +271,9 @@ class RoomCommands:
         if room is not None and starts and room.settings.winnable:
             seed, par = await node.deals.take(room.settings.variant)
             return seed, par, None
-        return secrets.randbits(SEED_BITS), None, None
+        if room is not None and starts:
+            return playable_seed(room.settings.variant), None, None
+        return secrets.randbits(SEED_BITS), None, None  # for a command that is refused
 
     async def rematch(self, session: Session, req: Rematch) -> None:
         """Back to the lobby after a race, for a new deal."""

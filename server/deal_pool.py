@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
-from ..engine import format_move
+from ..engine import Status, format_move, new_game
 from ..engine.solver import Outcome, Verdict, solve_deal
 from ..protocol import ErrorCode, ProtocolError
 from .aio import cancel_until_done
@@ -37,7 +37,7 @@ from .daily import DayDeal, daily_seed, day_deal, utc_date
 if TYPE_CHECKING:
     from .node import Node
 
-__all__ = ["CERTIFIABLE", "DealPool", "certify"]
+__all__ = ["CERTIFIABLE", "DealPool", "certify", "playable_seed"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -61,6 +61,41 @@ Certified = tuple[int, int, str]
 separated by spaces), which the engine replayed to a win."""
 
 
+PLAYABLE_TRIES = 32
+"""Fresh seeds drawn for a race dealt at random before one with a move at its start is
+given up on (about 1 deal in 30 of the Canisters has none, 1 in 200 of Canfield, so a
+fair draw never comes near it)."""
+
+
+def playable(variant: str, seed: int) -> bool:
+    """Whether the deal has a move at its start: a deal with none ends as it starts."""
+    return new_game(variant, seed).status is Status.PLAYING
+
+
+def playable_seed(variant: str) -> int:
+    """A fresh secret seed whose deal has a move at its start.
+
+    A race ending as it starts is no race: a few deals of each game have no move at all
+    (no card a full turn of the stock brings up fits anywhere), and a race dealt at random
+    skips them, as a certified deal skips every deal with no win.
+    """
+    seed = secrets.randbits(SEED_BITS)
+    for _ in range(PLAYABLE_TRIES - 1):
+        if playable(variant, seed):
+            break
+        seed = secrets.randbits(SEED_BITS)
+    return seed
+
+
+def playable_daily(secret: bytes, date: str, variant: str) -> int:
+    """The first of the day's candidate seeds (:func:`daily_seed`) whose deal has a move
+    at its start: the day's deal where it is not certified."""
+    for candidate in range(PLAYABLE_TRIES):
+        if playable(variant, daily_seed(secret, date, variant, candidate)):
+            return candidate
+    return 0
+
+
 def certify(variant: str, seed: int, budget_s: float) -> Certified | None:
     """``(seed, par, line)`` if the solver certifies the deal winnable within ``budget_s``
     CPU seconds (par: the winning line's length), else None. Runs in a worker process."""
@@ -79,12 +114,13 @@ def certify_daily(
     secret: bytes, date: str, variant: str, budget_s: float
 ) -> tuple[int, int | None]:
     """The first candidate seed of the day (:func:`daily_seed`) that the solver certifies,
-    and its par; ``(0, None)`` if none of :data:`DAILY_CANDIDATES` is. Runs in a worker."""
+    and its par; if none of :data:`DAILY_CANDIDATES` is, the first with a move at its
+    start (:func:`playable_daily`), without par. Runs in a worker."""
     for candidate in range(DAILY_CANDIDATES):
         found = certify(variant, daily_seed(secret, date, variant, candidate), budget_s)
         if found is not None:
             return candidate, found[1]
-    return 0, None
+    return playable_daily(secret, date, variant), None
 
 
 def _worker_start() -> None:
@@ -163,7 +199,8 @@ class DealPool:
         """The day's deal of ``variant``: the first of its candidate seeds the solver
         certifies winnable (its par revealed with its seed), chosen once for every node and
         kept; where the game has no certified deals (or the node deals the daily as it
-        comes, ``daily_winnable`` off), the first candidate, without par."""
+        comes, ``daily_winnable`` off), the first candidate with a move at its start,
+        without par."""
         backend = self.node.backend
         secret = self.node.secret
         kept = await backend.daily_deal(date, variant)
@@ -172,12 +209,13 @@ class DealPool:
             async with lock:
                 kept = await backend.daily_deal(date, variant)
                 if kept is None:
+                    chosen: tuple[int, int | None]
                     if variant in CERTIFIABLE and self.node.config.daily_winnable:
                         chosen = await self._run(
                             certify_daily, secret, date, variant, self.budget_s
                         )
                     else:
-                        chosen = (0, None)
+                        chosen = (playable_daily(secret, date, variant), None)
                     kept = await backend.keep_daily_deal(date, variant, *chosen)
             self._daily_locks.pop((date, variant), None)
         return day_deal(secret, date, variant, *kept)

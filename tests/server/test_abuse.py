@@ -19,14 +19,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import TIMEOUT, ServerFactory
+from conftest import TIMEOUT
 from process_support import NodeProcess
 from redis_server import RedisServer
 
-from solrace.engine.registry import new_game
 from solrace.protocol import Limits
 from solrace.server import ServerConfig
-from solrace.server import commands as commands_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import attacks
@@ -85,20 +83,6 @@ STOP = asyncio.Event()
 def fresh_stop() -> None:
     global STOP
     STOP = asyncio.Event()
-
-
-async def test_the_canary_deals_again_when_its_deal_has_no_move_at_its_start(
-    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # About one random Canfield deal in a hundred is stuck at its start, and such a race
-    # ends as it starts: the canary must not take that for an attack's doing.
-    stuck = next(s for s in range(1, 2000) if new_game("canfield", s).status.value == "stuck")
-    seeds = iter([stuck, stuck + 1])
-    monkeypatch.setattr(commands_module.secrets, "randbits", lambda bits: next(seeds))
-    server = await start_server()
-    canary = await asyncio.wait_for(attacks.canary_race(server.url), 6 * TIMEOUT)
-    assert_unharmed(canary)
-    assert canary.events["race_started"] == 2, canary.events  # the stuck race, then its own
 
 
 async def test_a_ping_flood_is_dropped_fast_and_costs_little_memory(node: NodeProcess) -> None:

@@ -445,3 +445,34 @@ async def test_a_daily_room_takes_no_rematch_and_a_new_attempt_leaves_it(
     assert again["settings"]["attempt"] == 2 and again["state"] == "racing"
     board = await jo.leaderboard("rainbow-canfield")
     assert board["today"] == board["date"]
+
+
+async def test_a_daily_deal_dealt_uncertified_has_a_move_at_its_start(
+    start_server: ServerFactory,
+) -> None:
+    # British Canister's daily is not certified (nor any game's on a node that deals the
+    # daily as it comes): its deal is the first of the day's candidates with a move at its
+    # start. About one of its deals in 30 has none, and such a day would end every attempt
+    # as it started.
+    variant = "british-canister"
+    server = await start_server(**AT_ONCE)
+    secret = server.node.secret
+
+    def stuck(date: str, candidate: int) -> bool:
+        seed = daily_seed(secret, date, variant, candidate)
+        return new_game(variant, seed).status.value == "stuck"
+
+    start = dt.date(2026, 1, 1)
+    dates = (str(start + dt.timedelta(days=n)) for n in range(3000))
+    date = next(d for d in dates if stuck(d, 0))
+    first = next(k for k in range(1, 32) if not stuck(date, k))
+    deal = await server.node.deals.daily(date, variant)
+    assert deal.seed == daily_seed(secret, date, variant, first) and deal.par is None
+    # An attempt on that day plays that deal (a node on the same store: the same secret).
+    await server.server.close()
+    noon = dt.datetime.fromisoformat(f"{date}T12:00:00+00:00").timestamp()
+    server = await start_server(clock=Clock(noon), **AT_ONCE)
+    async with account(server.url, "una") as una:
+        await una.daily(variant)
+        assert una.view is not None and una.view["status"] == "playing"
+        assert await server.node.deals.daily(date, variant) == deal  # kept, as chosen

@@ -19,7 +19,9 @@ from e2e_support import (
     winning_deal,
 )
 
-from solrace.engine import format_move
+from solrace.client import Client
+from solrace.engine import format_move, new_game
+from solrace.server import commands as commands_module
 
 
 @pytest.fixture
@@ -148,6 +150,34 @@ def _line_to_stuck(variant: str) -> tuple[int, list[str]]:
         if line and game.status.value == "stuck":
             return seed, line
     raise AssertionError("no deal gets stuck within reach")  # pragma: no cover
+
+
+def _stuck_at_start(variant: str, count: int) -> list[int]:
+    """The first ``count`` seeds of ``variant`` whose deal has no move at its start."""
+    stuck = (s for s in range(1, 100_000) if new_game(variant, s).status.value == "stuck")
+    return [next(stuck) for _ in range(count)]
+
+
+@pytest.mark.parametrize("variant", ["british-canister", "canfield"])
+async def test_a_race_dealt_at_random_never_ends_as_it_starts(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, variant: str
+) -> None:
+    # A deal with no move at its start would end the race with its start; a fresh draw
+    # skips such deals as a winnable-only room skips every deal with no win.
+    stuck = _stuck_at_start(variant, 2)
+    good = next(s for s in range(1, 1000) if new_game(variant, s).status.value == "playing")
+    draws = iter([*stuck, good])
+    monkeypatch.setattr(commands_module.secrets, "randbits", lambda bits: next(draws))
+    server = await start_server(limits=FAST)
+    async with Client(server.url, name="ann", request_timeout=TIMEOUT) as ann:
+        await ann.create_room(variant, countdown=0, winnable=False)
+        await ann.start()
+        started = await ann.next_event("race_started", timeout=TIMEOUT)
+        assert started["view"]["status"] == "playing"
+        await ann.resign()
+        over = await ann.next_event("race_over", timeout=TIMEOUT)
+    assert over["seed"] == good
+    assert over["results"][0]["status"] == "resigned"
 
 
 async def test_a_stuck_player_may_undo_and_play_on_where_undo_is_allowed(
