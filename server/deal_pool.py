@@ -79,11 +79,10 @@ def playable_seed(variant: str) -> int:
     (no card a full turn of the stock brings up fits anywhere), and a race dealt at random
     skips them, as a certified deal skips every deal with no win.
     """
-    seed = secrets.randbits(SEED_BITS)
-    for _ in range(PLAYABLE_TRIES - 1):
+    for _ in range(PLAYABLE_TRIES):
+        seed = secrets.randbits(SEED_BITS)
         if playable(variant, seed):
             break
-        seed = secrets.randbits(SEED_BITS)
     return seed
 
 
@@ -157,6 +156,7 @@ class DealPool:
         self.budget_s = config.solver_budget_s
         self.workers = config.solver_workers
         self._workers: Pool | None = None
+        self._processes: list[multiprocessing.process.BaseProcess] = []  # the pool's own
         self._filling: dict[str, asyncio.Task[None]] = {}
         self._daily_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._days: asyncio.Task[None] | None = None
@@ -166,7 +166,11 @@ class DealPool:
             # Spawned, not forked: a fork of a process with an event loop, sockets and
             # threads running would copy them all.
             context = multiprocessing.get_context("spawn")
+            before = set(multiprocessing.active_children())
             self._workers = context.Pool(self.workers, initializer=_worker_start)
+            # Its workers start with it: the ones to kill if it will not end (another
+            # node's pool in the same process is not this one's to kill).
+            self._processes = [p for p in multiprocessing.active_children() if p not in before]
         return self._workers
 
     async def _run(self, func: Callable[..., T], *args: Any) -> T:
@@ -296,20 +300,21 @@ class DealPool:
         self._filling = {}
         self._days = None
         workers, self._workers = self._workers, None
+        processes, self._processes = self._processes, []
         if workers is not None:
-            await _terminate(workers)
+            await _terminate(workers, processes)
 
 
 TERMINATE_WAIT_S = 10.0
 """The longest a node's stop waits for its solver pool to end before killing its workers."""
 
 
-async def _terminate(workers: Pool) -> None:
+async def _terminate(workers: Pool, processes: list[multiprocessing.process.BaseProcess]) -> None:
     """End the solver pool: a deal half solved is not worth waiting for.
 
     ``terminate()`` joins the workers and the pool's threads, which blocks: it runs in a
     thread of its own (a daemon, which an exiting process does not wait for), and a pool
-    that has not ended after :data:`TERMINATE_WAIT_S` has its workers killed.
+    that has not ended after :data:`TERMINATE_WAIT_S` has its worker ``processes`` killed.
     """
     loop = asyncio.get_running_loop()
     ended: asyncio.Future[None] = loop.create_future()
@@ -330,6 +335,6 @@ async def _terminate(workers: Pool) -> None:
         await asyncio.wait_for(asyncio.shield(ended), TERMINATE_WAIT_S)
     except TimeoutError:
         log.warning("solver_pool_stop_slow", waited_s=TERMINATE_WAIT_S)
-        for child in multiprocessing.active_children():
-            if child.name.startswith("SpawnPoolWorker"):
-                child.kill()
+        for process in processes:
+            if process.is_alive():
+                process.kill()
