@@ -483,31 +483,37 @@ class RoomCommands:
             log.info("rooms_recovered", rooms=len(codes), downtime_ms=downtime)
 
     async def _reconcile(self, room: Room, outcome: Outcome) -> Outcome:
-        """Standings the room lacks (moves logged, not reported before the stop)."""
+        """Standings and boards the room lacks (moves logged, not reported or not kept
+        before the stop: a board still being played is kept only when the node lets go of
+        its game)."""
         node = self.node
         backend = node.backend
         assert room.seed is not None
         updates: list[Standing] = []
+        stored = await backend.load_boards(room.code, room.race)
         for player_id, standing in room.players.items():
             if standing.over(room.settings.undo) or standing.ghost is not None:
                 continue
             length = await backend.log_length(room.code, room.race, player_id)
-            if length == standing.moves:
+            board = stored.get(player_id)
+            reported = length == standing.moves
+            if reported and board is not None and board.get("moves") == length:
                 continue
-            # The standing as of the player's last move, its banked count as of the move
-            # that first reached it (the log's times count from the race's start).
             timed = await backend.read_timed_moves(room.code, room.race, player_id)
             game, reached = replayed(room, timed)
-            updates.append(
-                Standing(
-                    player_id,
-                    (room.starts_ms or 0) + (timed[-1][1] if timed else 0),
-                    game.status.value,
-                    game.banked,
-                    game.moves,
-                    banked_at_ms=reached[game.banked],
+            if not reported:
+                # The standing as of the player's last move, its banked count as of the
+                # move that first reached it (the log's times count from the race's start).
+                updates.append(
+                    Standing(
+                        player_id,
+                        (room.starts_ms or 0) + (timed[-1][1] if timed else 0),
+                        game.status.value,
+                        game.banked,
+                        game.moves,
+                        banked_at_ms=reached[game.banked],
+                    )
                 )
-            )
             await backend.save_boards(room.code, room.race, {player_id: spectator_view(game)})
         if not updates:
             return outcome

@@ -51,7 +51,8 @@ log = structlog.get_logger("solrace.server")
 
 MAX_NOTATIONS = 4096
 BOARD_SAVE_INTERVAL_S = 2.0
-"""The longest a board of an unwatched room goes unsaved (for a spectator who comes)."""
+"""The longest a board of an unwatched room goes unsaved on a backend shared by nodes (for
+a spectator who comes to another node)."""
 BOARD_SAVE_ROOMS = 50
 """Rooms whose boards are kept in one pass of the event loop (the rest in the next)."""
 REPORT_TICK_S = 0.02
@@ -462,27 +463,37 @@ class MovePath:
     def _boards(self, held: LocalRoom, updates: list[Standing]) -> dict[str, dict[str, Any]]:
         """The boards to keep now of the reported players whose games are played here.
 
-        A watched room's spectators get each board in the report (unless the room shows
-        them none before the race is over), and the store keeps it at once, as it does a
-        finished game's; any other board is kept within ``BOARD_SAVE_INTERVAL_S``
-        (:meth:`save_boards`), for a spectator who comes later.
+        A finished game's board is kept at once. A watched room's spectators get each
+        board in the report (unless the room shows them none before the race is over).
+        On a backend shared by nodes, the store keeps a watched room's boards at once and
+        any other within ``BOARD_SAVE_INTERVAL_S`` (:meth:`save_boards`), for a spectator
+        who comes to another node. On the embedded backend this node is the only one, and
+        its spectators see the games it holds: a board still being played is kept when
+        the node lets go of the game (the race ends, the room's last member here goes, a
+        deadline passes), and a restart works every running game's board out from its
+        log (:meth:`Commands.recover`). Rewriting each one every 2 s was most of what the
+        node wrote to disk.
         """
         boards: dict[str, dict[str, Any]] = {}
         record = held.record
         watched = held.watched(record)
         shown = watched and record.settings.spectators in SHOWN_WHILE_RACING
+        shared = not self.node.backend.in_process
         for update in updates:
             player_id = update.player_id
             game = held.games.get(player_id)
             if game is None:
                 continue
-            if watched or update.status != "playing":
+            if update.status != "playing" or (watched and shared):
                 board = boards[player_id] = spectator_view(game)
                 if shown:
                     update.view = board
                 held.unsaved.discard(player_id)
-            else:
-                held.unsaved.add(player_id)
+                continue
+            if shown:
+                update.view = spectator_view(game)
+            held.unsaved.add(player_id)
+            if shared:
                 self._unsaved.add(held)
         if self._unsaved and self._board_timer is None:
             self._board_timer = asyncio.get_running_loop().call_later(
@@ -519,6 +530,13 @@ class MovePath:
         views = {p: spectator_view(g) for p in held.unsaved if (g := held.games.get(p))}
         held.unsaved.clear()
         return views
+
+    def keep_boards_now(self, held: LocalRoom) -> None:
+        """On a backend in this process, keep the room's boards the store lacks with this
+        pass's writes (before a change that may end the race, so that they share its
+        commit)."""
+        if held.unsaved and self.node.backend.in_process:
+            self.node.backend.save_boards_now(held.code, held.race, self._views(held))
 
     async def save_boards(self, held: LocalRoom) -> None:
         """Keep the boards of the room's games played here that the store lacks."""

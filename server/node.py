@@ -493,6 +493,9 @@ class Node:
 
     async def tick(self, code: str) -> None:
         """Let time pass for the room; a room held nowhere here is ticked again later."""
+        held = self.held.get(code)
+        if held is not None:
+            self.moves.keep_boards_now(held)  # a deadline may end the race
         try:
             outcome = await self.backend.update_room(
                 code, lambda r: rooms.tick(r, self.now_ms(), self.grace_ms)

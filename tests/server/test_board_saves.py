@@ -1,4 +1,5 @@
-"""Boards the store lacks are kept a slice of rooms a pass, and every one of them is kept."""
+"""Boards the store lacks: on Redis kept a slice of rooms a pass, and every one of them is
+kept; on the embedded backend kept when the node lets go of the game."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ ROOMS = 9
 SLICE = 2
 
 
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
 async def test_unwatched_boards_are_kept_a_few_rooms_a_pass(
     start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,3 +72,34 @@ async def test_unwatched_boards_are_kept_a_few_rooms_a_pass(
     finally:
         for player in players:
             await player.close()
+
+
+@pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+async def test_on_the_embedded_backend_a_board_in_play_is_kept_when_its_game_is_let_go(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node is the store's only reader while it runs, and serves spectators from the
+    games it holds: a board still being played is not rewritten every interval (that was
+    most of what the node wrote to disk), but kept once the room's last member here goes,
+    for a spectator who comes later."""
+    monkeypatch.setattr(move_path, "BOARD_SAVE_INTERVAL_S", 0.05)
+    server = await start_server(progress_interval_s=0.0)
+    backend = server.node.backend
+    async with Client(server.url, name="keeper", request_timeout=TIMEOUT) as keeper:
+        room = await keeper.create_room("canfield", countdown=0, spectators="live")
+        code = room["code"]
+        await keeper.start()
+        await keeper.next_event("race_started", timeout=TIMEOUT)
+        for _ in range(3):
+            await keeper.move("d")
+        await asyncio.sleep(0.3)  # six intervals of a shared backend's saves
+        assert keeper.player_id not in await backend.load_boards(code, 1)
+        async with Client(server.url, name="eyes", request_timeout=TIMEOUT) as eyes:
+            await eyes.join(code, role="spectator")
+            seen = await eyes.sync()
+            assert seen["boards"][keeper.player_id]["moves"] == 3  # from the game in play
+        player_id = keeper.player_id
+    async with asyncio.timeout(TIMEOUT):  # the node lets go of the room: the board is kept
+        while player_id not in (boards := await backend.load_boards(code, 1)):
+            await asyncio.sleep(0.02)
+    assert boards[player_id]["moves"] == 3

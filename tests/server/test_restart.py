@@ -270,3 +270,61 @@ async def test_standings_not_yet_written_are_worked_out_from_the_logs_after_a_ki
         for made in clients:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(made.close(), TIMEOUT)
+
+
+async def test_after_a_kill_a_spectator_sees_each_board_as_its_player_last_saw_it(
+    node: NodeProcess,
+) -> None:
+    """A board still being played is kept in the SQLite file only when the node lets go of
+    its game (not when the node is killed). Started again, the node works each running
+    game's board out from its log: a spectator who comes back before any player does sees
+    every board as its player last saw it."""
+    clients: list[Client] = []
+    try:
+        rng = random.Random(9)
+        players = [
+            Player(await client(node, f"b{i}", clients), 0, random.Random(rng.random()))
+            for i in range(2)
+        ]
+        watcher = await client(node, "eyes", clients)
+        host = players[0].client
+        room = await host.create_room(
+            "canfield", max_players=2, countdown=0, undo=False, spectators="live"
+        )
+        code = room["code"]
+        await players[1].client.join(code)
+        await host.start()
+        for player in players:
+            await player.client.next_event("race_started", timeout=TIMEOUT)
+        for _ in range(6):
+            for player in players:
+                await player.play_one()
+        await asyncio.sleep(0.5)  # the standings are reported
+        # A member comes: the room's record is written at once, with those standings (so
+        # the restart has no standing to work out, only the boards).
+        await watcher.join(code, role="spectator")
+        seen: dict[str, dict[str, Any]] = {}
+        for player in players:
+            assert player.client.player_id is not None and player.client.view is not None
+            seen[player.client.player_id] = dict(player.client.view)
+            await player.client.close()  # gone: only the spectator comes back
+        node.kill()
+        await asyncio.sleep(0.2)
+        node.start()
+        await asyncio.to_thread(node.wait_listening)
+        async with asyncio.timeout(4 * TIMEOUT):
+            while True:
+                with contextlib.suppress(Exception):
+                    snapshot = await watcher.sync()
+                    if snapshot.get("you", {}).get("role") == "spectator":
+                        break
+                await asyncio.sleep(0.05)
+        assert snapshot["state"] == "racing"
+        for player_id, view in seen.items():
+            board = snapshot["boards"][player_id]
+            for key in ("moves", "banked", "tableau", "foundations", "reserve", "waste"):
+                assert board[key] == view[key], (player_id, key, board[key], view[key])
+    finally:
+        for made in clients:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(made.close(), TIMEOUT)
