@@ -353,6 +353,31 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    if _log_pause not in gc.callbacks:
+        gc.callbacks.append(_log_pause)
+
+
+GC_PAUSE_LOGGED_S = 0.05
+"""A collection that holds the event loop this long or longer is logged (``gc_pause``)."""
+
+_gc_started = 0.0
+
+
+def _log_pause(phase: str, info: dict[str, int]) -> None:
+    """Log each collection that stalls the node for ``GC_PAUSE_LOGGED_S`` or more: every
+    move waits behind it, and without this line an operator sees a p99 with no cause."""
+    global _gc_started
+    if phase == "start":
+        _gc_started = time.perf_counter()
+        return
+    took = time.perf_counter() - _gc_started
+    if took >= GC_PAUSE_LOGGED_S:
+        log.warning(
+            "gc_pause",
+            generation=info.get("generation"),
+            ms=round(took * 1000, 1),
+            collected=info.get("collected"),
+        )
 
 
 async def run(config: ServerConfig) -> None:

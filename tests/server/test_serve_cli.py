@@ -258,6 +258,31 @@ async def test_serve_keeps_its_startup_objects_out_of_the_collector(tmp_path: Pa
     assert tuned[0]["frozen"] > 10_000  # the modules, the engine's tables
 
 
+def test_a_collection_that_holds_the_loop_is_logged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collection past ``GC_PAUSE_LOGGED_S`` is a ``gc_pause`` warning with its
+    generation and length: the cause of a p99 an operator would otherwise not see."""
+    import gc
+
+    from structlog.testing import capture_logs
+
+    from solrace.server import app
+
+    def collect_logged(threshold: float) -> list[dict[str, object]]:
+        monkeypatch.setattr(app, "GC_PAUSE_LOGGED_S", threshold)
+        gc.callbacks.append(app._log_pause)
+        try:
+            with capture_logs() as logs:
+                gc.collect()
+        finally:
+            gc.callbacks.remove(app._log_pause)
+        return [entry for entry in logs if entry["event"] == "gc_pause"]
+
+    assert collect_logged(60.0) == []
+    logged = collect_logged(0.0)
+    assert [entry["generation"] for entry in logged] == [2]
+    assert logged[0]["log_level"] == "warning" and float(str(logged[0]["ms"])) >= 0
+
+
 @pytest.fixture
 def without_uvloop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """PYTHONPATH for a machine where uvloop does not import (set for child processes)."""
