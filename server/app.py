@@ -372,12 +372,19 @@ def _log_pause(phase: str, info: dict[str, int]) -> None:
         return
     took = time.perf_counter() - _gc_started
     if took >= GC_PAUSE_LOGGED_S:
-        log.warning(
-            "gc_pause",
-            generation=info.get("generation"),
-            ms=round(took * 1000, 1),
-            collected=info.get("collected"),
-        )
+        # Not the request's that happened to allocate last: its conn, room and player
+        # are left out of the line.
+        bound = structlog.contextvars.get_contextvars()
+        structlog.contextvars.clear_contextvars()
+        try:
+            log.warning(
+                "gc_pause",
+                generation=info.get("generation"),
+                ms=round(took * 1000, 1),
+                collected=info.get("collected"),
+            )
+        finally:
+            structlog.contextvars.bind_contextvars(**bound)
 
 
 async def run(config: ServerConfig) -> None:

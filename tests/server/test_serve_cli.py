@@ -263,6 +263,7 @@ def test_a_collection_that_holds_the_loop_is_logged(monkeypatch: pytest.MonkeyPa
     generation and length: the cause of a p99 an operator would otherwise not see."""
     import gc
 
+    from structlog.contextvars import bound_contextvars, get_contextvars, merge_contextvars
     from structlog.testing import capture_logs
 
     from solrace.server import app
@@ -271,8 +272,10 @@ def test_a_collection_that_holds_the_loop_is_logged(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(app, "GC_PAUSE_LOGGED_S", threshold)
         gc.callbacks.append(app._log_pause)
         try:
-            with capture_logs() as logs:
+            merged = capture_logs(processors=[merge_contextvars])  # as the node's logs
+            with merged as logs, bound_contextvars(conn="c7", player="p7"):
                 gc.collect()
+                assert get_contextvars() == {"conn": "c7", "player": "p7"}  # restored
         finally:
             gc.callbacks.remove(app._log_pause)
         return [entry for entry in logs if entry["event"] == "gc_pause"]
@@ -281,6 +284,7 @@ def test_a_collection_that_holds_the_loop_is_logged(monkeypatch: pytest.MonkeyPa
     logged = collect_logged(0.0)
     assert [entry["generation"] for entry in logged] == [2]
     assert logged[0]["log_level"] == "warning" and float(str(logged[0]["ms"])) >= 0
+    assert "conn" not in logged[0] and "player" not in logged[0]  # not the request's doing
 
 
 @pytest.fixture
