@@ -99,6 +99,18 @@ async def client(node: NodeProcess, name: str, clients: list[Client]) -> Client:
     return made
 
 
+async def seated(
+    node: NodeProcess, prefix: str, count: int, seed: int, clients: list[Client]
+) -> list[Player]:
+    """``count`` connected players named ``prefix0``, ``prefix1``..., each with its own
+    seeded choice of moves."""
+    rng = random.Random(seed)
+    return [
+        Player(await client(node, f"{prefix}{i}", clients), 0, random.Random(rng.random()))
+        for i in range(count)
+    ]
+
+
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
 async def test_a_restarted_node_keeps_every_acked_move_and_the_race_and_daily_go_on(
     node: NodeProcess, how: str
@@ -118,11 +130,7 @@ async def test_a_restarted_node_keeps_every_acked_move_and_the_race_and_daily_go
 async def _race_through_a_restart(
     node: NodeProcess, how: str, clients: list[Client], tasks: list[asyncio.Task[None]]
 ) -> None:
-    rng = random.Random(11)
-    players = [
-        Player(await client(node, f"p{i}", clients), 0, random.Random(rng.random()))
-        for i in range(PLAYERS)
-    ]
+    players = await seated(node, "p", PLAYERS, 11, clients)
     watcher = await client(node, "watcher", clients)
     daily = Player(await client(node, "solo", clients), 0, random.Random(7))
     await daily.client.claim("a daily pass phrase")  # the daily deal is an account's
@@ -242,11 +250,7 @@ async def test_standings_not_yet_written_are_worked_out_from_the_logs_after_a_ki
     log, with its banked count, when it starts again."""
     clients: list[Client] = []
     try:
-        rng = random.Random(5)
-        players = [
-            Player(await client(node, f"k{i}", clients), 0, random.Random(rng.random()))
-            for i in range(2)
-        ]
+        players = await seated(node, "k", 2, 5, clients)
         host = players[0].client
         room = await host.create_room("canfield", max_players=2, countdown=0, undo=False)
         await players[1].client.join(room["code"])
@@ -284,11 +288,7 @@ async def test_after_a_kill_a_spectator_sees_each_board_as_its_player_last_saw_i
     every board as its player last saw it."""
     clients: list[Client] = []
     try:
-        rng = random.Random(9)
-        players = [
-            Player(await client(node, f"b{i}", clients), 0, random.Random(rng.random()))
-            for i in range(2)
-        ]
+        players = await seated(node, "b", 2, 9, clients)
         watcher = await client(node, "eyes", clients)
         host = players[0].client
         room = await host.create_room(
