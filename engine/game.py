@@ -57,7 +57,6 @@ class Change:
 # 6,872 players, every move waiting behind it).
 _Record = tuple[int | str | tuple[int, ...], ...]
 _MOVED, _DREW, _REDEALT = 0, 1, 2
-_PILE_KINDS = {kind.value: kind for kind in PileKind}
 
 
 def _name(kind: PileKind, index: int) -> str:
@@ -470,7 +469,7 @@ class Game:
             return Change(UNDO, ("s", "w"))
         _, src_letter, si, dst_letter, di, count, fills, fan = record
         assert isinstance(src_letter, str) and isinstance(dst_letter, str)
-        src, dst = _PILE_KINDS[src_letter], _PILE_KINDS[dst_letter]
+        src, dst = PileKind(src_letter), PileKind(dst_letter)
         assert isinstance(si, int) and isinstance(di, int) and isinstance(count, int)
         assert isinstance(fills, tuple) and isinstance(fan, int)
         for i in reversed(fills):
