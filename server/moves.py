@@ -484,14 +484,15 @@ class MovePath:
             game = held.games.get(player_id)
             if game is None:
                 continue
-            if update.status != "playing" or (watched and shared):
-                board = boards[player_id] = spectator_view(game)
+            kept_now = update.status != "playing" or (watched and shared)
+            if kept_now or shown:
+                board = spectator_view(game)
                 if shown:
                     update.view = board
-                held.unsaved.discard(player_id)
-                continue
-            if shown:
-                update.view = spectator_view(game)
+                if kept_now:
+                    boards[player_id] = board
+                    held.unsaved.discard(player_id)
+                    continue
             held.unsaved.add(player_id)
             if shared:
                 self._unsaved.add(held)
