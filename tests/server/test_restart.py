@@ -111,6 +111,22 @@ async def seated(
     ]
 
 
+async def race(players: list[Player], **settings: Any) -> str:
+    """The first of ``players`` makes a Canfield room (undo off, ``settings`` on top), the
+    others join, and the race starts; the room's code."""
+    host = players[0].client
+    room = await host.create_room(
+        "canfield", max_players=len(players), countdown=0, undo=False, **settings
+    )
+    code = str(room["code"])
+    for player in players[1:]:
+        await player.client.join(code)
+    await host.start()
+    for player in players:
+        await player.client.next_event("race_started", timeout=TIMEOUT)
+    return code
+
+
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
 async def test_a_restarted_node_keeps_every_acked_move_and_the_race_and_daily_go_on(
     node: NodeProcess, how: str
@@ -252,11 +268,7 @@ async def test_standings_not_yet_written_are_worked_out_from_the_logs_after_a_ki
     try:
         players = await seated(node, "k", 2, 5, clients)
         host = players[0].client
-        room = await host.create_room("canfield", max_players=2, countdown=0, undo=False)
-        await players[1].client.join(room["code"])
-        await host.start()
-        for player in players:
-            await player.client.next_event("race_started", timeout=TIMEOUT)
+        await race(players)
         for _ in range(8):
             for player in players:
                 await player.play_one()
@@ -290,15 +302,7 @@ async def test_after_a_kill_a_spectator_sees_each_board_as_its_player_last_saw_i
     try:
         players = await seated(node, "b", 2, 9, clients)
         watcher = await client(node, "eyes", clients)
-        host = players[0].client
-        room = await host.create_room(
-            "canfield", max_players=2, countdown=0, undo=False, spectators="live"
-        )
-        code = room["code"]
-        await players[1].client.join(code)
-        await host.start()
-        for player in players:
-            await player.client.next_event("race_started", timeout=TIMEOUT)
+        code = await race(players, spectators="live")
         for _ in range(6):
             for player in players:
                 await player.play_one()
