@@ -417,7 +417,12 @@ class FanOut:
             session.push(frame)
 
     async def _deliver_start(self, held: LocalRoom, room: Room, event: dict[str, Any]) -> None:
-        assert room.seed is not None
+        if room.seed is None or room.race != event["race"]:
+            # The room moved on before this event went out (its race ended and a rematch
+            # reset it): the members hear it bare, in order, and the race_over queued
+            # behind it says how that race ended.
+            self._deliver(held, event, event)
+            return
         fields = {k: v for k, v in event.items() if k != "type"}
         boards: dict[str, dict[str, Any]] = {}
         for session in list(held.members):
