@@ -419,7 +419,8 @@ class RoomCommands:
             return None
         delayed = held.delayed
         shown = delayed.as_of(self.node.now_ms()) if delayed and delayed.race == room.race else {}
-        return {p: shown.get(p) or held.deal_board(room) for p in room.players}
+        boards = {p: shown.get(p) or held.deal_board(room) for p in room.players}
+        return self.node.fanout.masked(held, room, boards)
 
     async def boards(self, held: LocalRoom | None, room: Room) -> dict[str, dict[str, Any]]:
         """Every player's board as a spectator sees it, without replaying any log.

@@ -10,12 +10,45 @@ room's games; the boards it hears are all it needs.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MAX_WAITING", "DelayedBoards"]
+__all__ = ["MAX_WAITING", "DelayedBoards", "face_up", "masked"]
 
 MAX_WAITING = 120
 """About the most boards of one player a room holds back at once, whatever the delay."""
+
+
+def face_up(board: dict[str, Any]) -> set[str]:
+    """The cards a board shows face up: the tableau's, the foundations' and the reserve's
+    tops, and the waste's visible cards."""
+    cards = {name for pile in board["tableau"] for name in pile if name is not None}
+    cards.update(f["top"] for f in board["foundations"] if f["top"] is not None)
+    reserve = board.get("reserve")
+    if reserve is not None and reserve["top"] is not None:
+        cards.add(reserve["top"])
+    waste = board.get("waste")
+    if waste is not None:
+        cards.update(name for name in waste["visible"] if name is not None)
+    return cards
+
+
+def masked(board: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """``board`` with every face-up card not in ``known`` turned face down (None where its
+    name was; the counts stay)."""
+    out = dict(board)
+    out["tableau"] = [[n if n in known else None for n in pile] for pile in board["tableau"]]
+    out["foundations"] = [
+        f if f["top"] is None or f["top"] in known else {**f, "top": None}
+        for f in board["foundations"]
+    ]
+    reserve = board.get("reserve")
+    if reserve is not None and reserve["top"] is not None and reserve["top"] not in known:
+        out["reserve"] = {**reserve, "top": None}
+    waste = board.get("waste")
+    if waste is not None:
+        out["waste"] = {**waste, "visible": [n if n in known else None for n in waste["visible"]]}
+    return out
 
 
 class DelayedBoards:
@@ -25,20 +58,36 @@ class DelayedBoards:
     run are kept as one entry, the latest of them, shown ``delay_ms`` after it was heard.
     So a player has at most ``delay_ms / step_ms + 1`` entries waiting, and ``step_ms`` is
     at least the progress interval and at least ``delay_ms / MAX_WAITING``.
+
+    A delay alone does not keep the deal from a racer who watches their own room from a
+    second connection: everyone plays the same deal, so a card another player brought up
+    a minute ago may still be face down on the racer's board. So the boards are also
+    shown through :meth:`hidden_from`: a card is shown face up only once every player
+    still racing has had it face up on their own board (as far as the boards heard show;
+    a card seen between two reports counts as unseen, which only hides more).
     """
 
-    __slots__ = ("delay_ms", "race", "shown", "step_ms", "waiting")
+    __slots__ = ("delay_ms", "race", "seen", "shown", "start", "step_ms", "waiting")
 
-    def __init__(self, race: int, delay_ms: int, step_ms: int = 0) -> None:
+    def __init__(
+        self, race: int, delay_ms: int, step_ms: int = 0, start: dict[str, Any] | None = None
+    ) -> None:
         self.race = race
         self.delay_ms = delay_ms
         self.step_ms = max(step_ms, -(-delay_ms // MAX_WAITING), 1)  # ceil: <= MAX_WAITING runs
         # By player: [first heard, last heard, board] of each run, oldest first.
         self.waiting: dict[str, deque[list[Any]]] = {}
         self.shown: dict[str, dict[str, Any]] = {}  # by player: the board due last
+        # The cards face up on the deal, which every player has seen.
+        self.start: frozenset[str] = frozenset(face_up(start) if start is not None else ())
+        self.seen: dict[str, set[str]] = {}  # by player: the cards their boards showed
 
     def hear(self, player_id: str, board: dict[str, Any], now_ms: int) -> None:
         """Keep ``board``, heard at ``now_ms``, to be shown ``delay_ms`` later."""
+        seen = self.seen.get(player_id)
+        if seen is None:
+            seen = self.seen[player_id] = set(self.start)
+        seen |= face_up(board)
         queue = self.waiting.get(player_id)
         if queue is None:
             queue = self.waiting[player_id] = deque()
@@ -73,6 +122,19 @@ class DelayedBoards:
                     break
                 boards[player_id] = board
         return boards
+
+    def hidden_from(
+        self, racing: Iterable[str], boards: dict[str, dict[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
+        """``boards`` with the cards turned face down that any player in ``racing`` (those
+        whose game goes on) has not had face up yet."""
+        known: set[str] | None = None
+        for player_id in racing:
+            seen = self.seen.get(player_id, self.start)
+            known = set(seen) if known is None else known & seen
+        if known is None:  # no one races on: nothing to keep from anyone
+            return boards
+        return {player_id: masked(board, known) for player_id, board in boards.items()}
 
     def next_due_ms(self) -> int | None:
         """When the next board waiting comes due, or None if none waits."""

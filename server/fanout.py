@@ -354,7 +354,8 @@ class FanOut:
         due = delayed.due(now)
         if due:
             frames: dict[int, bytes | str] = {}
-            message = Boards(held.code, delayed.race, delayed.delay_ms // 1000, due)
+            shown = self.masked(held, held.record, due)
+            message = Boards(held.code, delayed.race, delayed.delay_ms // 1000, shown)
             for session in held.members:
                 if session.role is Role.SPECTATOR:
                     key = id(type(session.codec))
@@ -367,6 +368,23 @@ class FanOut:
             held.delay_timer = asyncio.get_running_loop().call_later(
                 max(0.0, (when - now) / 1000), self.show_due, held
             )
+
+    def masked(
+        self, held: LocalRoom, room: Room, boards: dict[str, dict[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
+        """A ``delayed`` room's boards as its spectators may see them while the race runs:
+        each card face up only once every player still racing has had it face up (see
+        :class:`DelayedBoards`), for a racer may be watching from a second connection."""
+        delayed = held.delay(room, self._step_ms())
+        if delayed is None:
+            return boards
+        undo = room.settings.undo
+        racing = [
+            player_id
+            for player_id, standing in room.players.items()
+            if standing.ghost is None and not standing.over(undo)
+        ]
+        return delayed.hidden_from(racing, boards)
 
     async def _resync(self, held: LocalRoom) -> None:
         """Reload the room, re-arm its timer and send every local member a snapshot."""

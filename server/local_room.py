@@ -157,7 +157,7 @@ class LocalRoom:
         delayed = self.delayed
         if delayed is None or delayed.race != record.race:
             delayed = self.delayed = DelayedBoards(
-                record.race, settings.spectator_delay * 1000, step_ms
+                record.race, settings.spectator_delay * 1000, step_ms, self.deal_board(record)
             )
         return delayed
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solrace.server.delay import MAX_WAITING, DelayedBoards
+from solrace.engine import Game, card_name, new_game, parse_move, spectator_view
+from solrace.server.delay import MAX_WAITING, DelayedBoards, face_up
 
 DELAY = 30_000
 
 
-def board(moves: int) -> dict[str, int]:
-    return {"moves": moves}
+def board(moves: int) -> dict[str, object]:
+    """A board with no card on it, told apart by its move count."""
+    return {"moves": moves, "tableau": [], "foundations": []}
 
 
 def test_a_board_is_shown_no_sooner_than_the_delay_after_it_was_heard() -> None:
@@ -75,3 +77,50 @@ def test_memory_is_bounded_and_no_board_is_shown_early(
         assert delayed.held() <= delay // delayed.step_ms + 2 <= MAX_WAITING + 2
     shown = delayed.as_of(now + delay)
     assert shown == {"p": board(len(gaps) - 1)}
+
+
+def played(moves: list[str], seed: int = 20240601) -> Game:
+    game = new_game("canfield", seed)
+    for text in moves:
+        game.apply(parse_move(text))
+    return game
+
+
+def named(cards: list[int]) -> set[str]:
+    return {card_name(c) for c in cards}
+
+
+def test_a_card_shows_only_once_every_player_still_racing_has_had_it_face_up() -> None:
+    deal = spectator_view(played([]))
+    delayed = DelayedBoards(1, DELAY, 250, deal)
+    ahead = played(["d", "d", "d"])  # three draws: cards of the stock come up
+    delayed.hear("ahead", spectator_view(ahead), 0)
+    behind = played([])  # heard of only through the deal
+    hidden = named([*behind.reserve[:-1], *behind.stock])
+    due = delayed.due(DELAY)
+    assert set(due) == {"ahead"}
+    shown = delayed.hidden_from(["ahead", "behind"], due)["ahead"]
+    assert not face_up(shown) & hidden, "nothing still face down on the other board"
+    assert shown["waste"]["count"] == len(ahead.waste)  # the counts stay
+    assert shown["waste"]["visible"] == [None] * len(ahead.visible_waste())
+    assert face_up(shown) == face_up(deal) & face_up(spectator_view(ahead))
+    # Once the other player has drawn the same cards too, they show.
+    delayed.hear("behind", spectator_view(played(["d", "d", "d"])), 1)
+    assert delayed.hidden_from(["ahead", "behind"], due)["ahead"] == spectator_view(ahead)
+    # A player whose game is over keeps nothing from anyone; with no one racing on,
+    # every card shows.
+    assert delayed.hidden_from(["ahead"], due)["ahead"] == spectator_view(ahead)
+    assert delayed.hidden_from([], due)["ahead"] == spectator_view(ahead)
+
+
+def test_a_card_seen_once_counts_as_seen_when_it_is_covered_again() -> None:
+    delayed = DelayedBoards(1, DELAY, 250, spectator_view(played([])))
+    first = played(["d"])
+    delayed.hear("p", spectator_view(first), 0)
+    drawn = set(face_up(spectator_view(first))) - face_up(spectator_view(played([])))
+    assert drawn
+    later = played(["d", "d", "d", "d"])  # the first draw's cards are now deep in the waste
+    delayed.hear("p", spectator_view(later), 10_000)
+    delayed.hear("q", spectator_view(first), 0)
+    shown = delayed.hidden_from(["p", "q"], {"q": spectator_view(first)})["q"]
+    assert drawn <= face_up(shown)

@@ -10,7 +10,9 @@ draws bring some of them up on his.
 - ``live``: Mallory sees them at once (the cheat works: ``live`` is for friends);
 - ``after``: no frame Mallory gets before ``race_over`` holds a board, or any card;
 - ``delayed``: she sees each board no sooner than ``spectator_delay`` seconds after it
-  was played, by the nodes' clock (a clock the test moves by hand: nothing is timed).
+  was played, by the nodes' clock (a clock the test moves by hand: nothing is timed),
+  and a card face up on it only once every player still racing has had it face up:
+  the delay alone would show her, a minute late, cards still face down on Alice's board.
 """
 
 from __future__ import annotations
@@ -58,6 +60,24 @@ class Clock:
 def cards(value: Any) -> set[str]:
     """The card names anywhere in ``value``."""
     return {v for v in walk(value) if isinstance(v, str) and v in CARD_NAMES}
+
+
+def face_down_unless(board: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """``board`` with every card not in ``known`` shown face down (None), counts kept."""
+    out = dict(board)
+    out["tableau"] = [[c if c in known else None for c in pile] for pile in board["tableau"]]
+    out["foundations"] = [
+        {**f, "top": f["top"] if f["top"] in known else None} for f in board["foundations"]
+    ]
+    out["reserve"] = {
+        **board["reserve"],
+        "top": board["reserve"]["top"] if board["reserve"]["top"] in known else None,
+    }
+    out["waste"] = {
+        **board["waste"],
+        "visible": [c if c in known else None for c in board["waste"]["visible"]],
+    }
+    return out
 
 
 def before_the_end(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,12 +227,15 @@ async def test_a_spectator_of_a_delayed_room_sees_each_board_late(
     deal = spectator_view(fresh("canfield", SEED))
     assert started["boards"] == {alice: deal, bob: deal}  # the deal shows nothing hidden
     hidden = hidden_cards(race.games[alice])
+    # Alice makes no move: she has seen the deal's face-up cards and no other.
+    seen_by_alice = frozenset(cards(deal))
     shown: dict[int, dict[str, Any]] = {0: deal}  # Bob's board at each move count
 
     async def bob_plays(count: int) -> None:
         for _ in range(count):
             await race.play(race.bob, steady_move(race.games[bob]))
-            shown[race.games[bob].moves] = spectator_view(race.games[bob])
+            board = spectator_view(race.games[bob])
+            shown[race.games[bob].moves] = face_down_unless(board, seen_by_alice)
 
     def bob_shown(snapshot: dict[str, Any]) -> int:
         assert snapshot["boards"][alice] == deal
@@ -221,7 +244,8 @@ async def test_a_spectator_of_a_delayed_room_sees_each_board_late(
         return int(board["moves"])
 
     await bob_plays(3)  # at t
-    assert cards(shown[3]) & hidden, "Bob's draws show cards hidden on Alice's board"
+    assert cards(spectator_view(race.games[bob])) & hidden, "Bob's draws bring up cards"
+    assert None in shown[3]["waste"]["visible"], "which a spectator sees face down"
     assert bob_shown(await race.mallory.sync()) == 0
     clock.now += DELAY / 2
     await bob_plays(2)  # at t + 5
@@ -241,15 +265,15 @@ async def test_a_spectator_of_a_delayed_room_sees_each_board_late(
     assert boards["boards"] == {bob: shown[6]}
 
     over = await race.end()
-    assert over["boards"] == race.boards()  # the final boards, at once
+    assert over["boards"] == race.boards()  # the final boards, at once, every card shown
 
-    # Every frame: no board came sooner than the delay. Until t + 10 none but the deal
-    # (and no card hidden on Alice's board), then Bob's of t, then of t + 11 at most.
+    # Every frame: no board came sooner than the delay. Until t + 10 none but the deal,
+    # then Bob's of t, then of t + 11 at most; and no card hidden on Alice's board, ever.
     early = before_the_end(race.mallory.frames)
-    for index, frame in enumerate(early):
+    assert len(early) > seen_so_far
+    for frame in early:
         assert all("view" not in entry for entry in frame.get("players", [])), frame
-        if index < seen_so_far:
-            assert not cards(frame) & hidden, frame
+        assert not cards(frame) & hidden, frame
         whole = frame["room"] if frame.get("type") == "room" else frame
         for board in whole.get("boards", {}).values():
             assert board == shown[board["moves"]] and board["moves"] in (0, 3, 6), frame
@@ -283,7 +307,10 @@ async def test_a_spectator_who_comes_during_a_delayed_race_waits_the_delay_too(
     await events_until(race.mallory, progress_of(bob, game.moves))
     assert (await race.mallory.sync())["boards"][bob] == deal
     clock.now += DELAY
-    assert (await race.mallory.sync())["boards"][bob] == spectator_view(game)
+    # Late, and with the cards Alice (who makes no move) has not seen face down.
+    late = (await race.mallory.sync())["boards"][bob]
+    assert late == face_down_unless(spectator_view(game), frozenset(cards(deal)))
+    assert late != spectator_view(game)
     await race.alice.resign()
     await race.bob.resign()
 
