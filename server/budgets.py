@@ -7,8 +7,11 @@ find its budgets as it left them. So nothing here belongs to a connection:
   address (a connection that has not said hello yet has one of its own). A bucket is
   forgotten only once no connection uses it and it is full again, when a new one would be
   the same.
-- **Counted budgets** (rooms created, joins, identities made, daily starts) go through
-  the backend (:meth:`Backend.spend`), so that they hold across the nodes too.
+- **Counted budgets** (rooms created, joins, identities made, races and daily attempts
+  started) go through the backend (:meth:`Backend.spend`), so that they hold across the
+  nodes too.
+- **Requests to the JSON API** (HTTP, ``/api/``) are a token bucket per address kept by
+  the node, as the message rates are.
 - **Connections and held rooms per address** are counted by the node.
 
 The addresses are the keys of :func:`client_key`: an IPv6 address counts by its /64, so
@@ -27,10 +30,19 @@ from ..protocol import ErrorCode, ProtocolError, RateLimiter
 from .config import ServerConfig
 
 if TYPE_CHECKING:
+    from websockets.datastructures import Headers
+
     from .backends import Backend
     from .session import Session
 
-__all__ = ["ROOM_SHARE_RETRY_AFTER_S", "Budget", "Guard", "client_key", "forwarded_client"]
+__all__ = [
+    "ROOM_SHARE_RETRY_AFTER_S",
+    "Budget",
+    "Guard",
+    "client_address",
+    "client_key",
+    "forwarded_client",
+]
 
 MIN_ROOMS_PER_ADDRESS = 10
 #: The ``retry_after`` of a room refused for ``room_share_per_address``: the address's
@@ -81,6 +93,14 @@ def forwarded_client(
         if not is_trusted(hop):
             return hop
     return peer
+
+
+def client_address(peer: str, headers: Headers | None, trusted: tuple[str, ...]) -> str:
+    """The key of a request's client address (:func:`client_key`): the peer's, or what a
+    trusted proxy reports in the request's ``headers``."""
+    forwarded = ",".join(headers.get_all("X-Forwarded-For")) if headers is not None else None
+    real_ip = headers.get("X-Real-IP") if headers is not None else None
+    return client_key(forwarded_client(peer, forwarded, real_ip, trusted))
 
 
 def _valid(address: str) -> bool:
@@ -193,6 +213,16 @@ class Guard:
         self.accounts = (
             Budget("accounts_per_day", b.accounts_per_day, day, "address", "made all the accounts"),
         )
+        self.races = (
+            Budget("races_per_hour", b.races_per_hour, hour, "identity", "started all the races"),
+            Budget(
+                "address_races_per_hour",
+                b.address_races_per_hour,
+                hour,
+                "address",
+                "started all the races",
+            ),
+        )
 
     # -- message rates -------------------------------------------------------------------
 
@@ -240,6 +270,14 @@ class Guard:
                 session.limiter.violations += 1
             return wait
         return None
+
+    def take_api(self, address: str, now: float) -> float | None:
+        """Take one request to the JSON API from the address's rate (``address``: a key of
+        :func:`client_key`); None if taken, else the seconds until it would be."""
+        b = self.config.budgets
+        bucket = self._bucket("h:" + address, b.api_requests_per_second, b.api_burst, now)
+        wait = bucket.take_with(None, now)
+        return wait if wait > 0 else None
 
     def prune(self, now: float) -> int:
         """Forget the buckets no connection uses that are full again; how many went."""

@@ -257,23 +257,25 @@ class RoomCommands:
     ) -> tuple[int, int | None, Ghost | None]:
         """The seed of the race this command may start, its par and its ghost: a ghost
         room's run's deal; a certified deal from the pool if the room deals only winnable
-        ones and the command starts its race (:func:`rooms.will_start`); else any seed."""
+        ones and the command starts its race (:func:`rooms.will_start`); else any seed.
+
+        A command that starts the race first spends the asker's race budgets
+        (``races_per_hour``, ``address_races_per_hour``): one over them is refused before
+        any deal is taken."""
         node = self.node
         code = session.room
         room = None if code is None else node.record(code)
         player_id = session.player_id
-        starts = room is not None and player_id is not None
-        if starts and room is not None and player_id is not None:
-            starts = rooms.will_start(room, player_id, ready)
-        if room is not None and starts and room.settings.ghost is not None:
+        if room is None or player_id is None or not rooms.will_start(room, player_id, ready):
+            return secrets.randbits(SEED_BITS), None, None  # for a command that is refused
+        await node.guard.spend(session, node.guard.races, node.now_ms())
+        if room.settings.ghost is not None:
             run = await node.ghosts.find(room.settings.ghost, None)
             return run.seed, None, run.ghost
-        if room is not None and starts and room.settings.winnable:
+        if room.settings.winnable:
             seed, par = await node.deals.take(room.settings.variant)
             return seed, par, None
-        if room is not None and starts:
-            return playable_seed(room.settings.variant), None, None
-        return secrets.randbits(SEED_BITS), None, None  # for a command that is refused
+        return playable_seed(room.settings.variant), None, None
 
     async def rematch(self, session: Session, req: Rematch) -> None:
         """Back to the lobby after a race, for a new deal."""

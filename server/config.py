@@ -82,6 +82,23 @@ class Budgets:
     """Password checks of one account in an hour, from every address together."""
     accounts_per_day: int = 5
     """Accounts one address may claim in a day."""
+    races_per_hour: int = 60
+    """Races one identity may start in an hour: its ``start``, or its ``ready`` that has
+    every player ready (a ``rematch`` starts none). A race takes minutes, so friends who
+    race again and again never meet it; a loop of start, resign and rematch does, and a
+    winnable-only room's every race takes a certified deal that a solver worker must
+    replace. Refused before the deal is taken."""
+    address_races_per_hour: int = 240
+    """Races one address may start in an hour: enough for 16 rooms (64 connections in
+    fours) to race every four minutes. Once it is spent, the address takes four certified
+    deals a minute, far fewer than one solver worker certifies."""
+    api_requests_per_second: float = 10.0
+    """Requests to the JSON API (``/api/``: each reads the store) from one address in a
+    second, all its pages together; one more is answered ``429`` with ``Retry-After``. A
+    page asks for one or two as it opens (the daily page its best board, a replay its race)."""
+    api_burst: int = 60
+    """Requests to the JSON API an address may make at once before its rate applies: a
+    class behind one address opening the daily page together."""
     members_interval_s: float = 0.5
     """The shortest time between two ``members`` events of a room sent by one node to its
     members: a room whose members come and go fast gets the latest list, not every one."""

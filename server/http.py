@@ -4,8 +4,10 @@ Every plain HTTP request reaches a :class:`Router`, which allows GET and HEAD on
 answers 404 for a path no route could hold, and puts the security headers on every
 answer. The main port's router holds the page, the probes and the API; with
 ``metrics_port`` a second listener has a router of its own for ``/metrics`` (and the
-place for the admin API). A websocket handshake passes the origin check, then goes on
-to the connection handler.
+place for the admin API). A request to the JSON API (``/api/``) first spends one of its
+client address's ``api_requests_per_second``: over it, the answer is ``429`` with
+``Retry-After``. A websocket handshake passes the origin check, then goes on to the
+connection handler.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import hmac
 import http
 import json
+import math
 import mimetypes
 import re
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -27,6 +31,7 @@ from websockets.http11 import Request, Response
 
 from ..protocol import ProtocolError
 from .backends import BackendUnavailable
+from .budgets import client_address
 from .config import ServerConfig
 from .daily import parse_date
 from .leaderboard import best_board, daily_info, day_board, player_history, seed_revealed
@@ -51,6 +56,10 @@ WEB_ROOT = Path(__file__).resolve().parent.parent / "client" / "web"
 MAX_PATH_LENGTH = 256
 """The longest path (without the query) a request may name; a longer one gets 404."""
 METHODS = ("GET", "HEAD")
+API = "/api/"
+"""Where the JSON API is: each request under it reads the store, and is budgeted."""
+LONGEST_RETRY_AFTER_S = 3600
+"""The ``Retry-After`` of an API request refused at a rate of 0 (one that never refills)."""
 
 Handler = Callable[[Request, str], Awaitable[Response]]
 """A route: the request and its path (without the query) to the answer."""
@@ -113,6 +122,22 @@ def _json(
 
 def _error(status: http.HTTPStatus, code: str, message: str) -> Response:
     return _json(status, {"code": code, "message": message})
+
+
+def _too_many(wait: float) -> Response:
+    """429 for an address over its API rate, with the seconds until a request is taken."""
+    wait = min(wait, LONGEST_RETRY_AFTER_S)
+    seconds = max(1, math.ceil(wait))
+    return _json(
+        http.HTTPStatus.TOO_MANY_REQUESTS,
+        {
+            "code": "rate_limited",
+            "message": f"too many API requests from this address: try again in {seconds} s",
+            "reason": "api_requests_per_second",
+            "retry_after": round(max(wait, 0.001), 3),
+        },
+        [("Retry-After", str(seconds))],
+    )
 
 
 def _not_found() -> Response:
@@ -201,7 +226,11 @@ class Router:
 
     async def answer(self, request: Request) -> Response:
         """The answer to ``request``, with the security headers."""
-        response = await self._route(request)
+        return self.finish(request, await self._route(request))
+
+    def finish(self, request: Request, response: Response) -> Response:
+        """``response`` as it goes out to ``request``: with the security headers, and
+        without its body to a HEAD."""
         add_security_headers(request, response)
         if request.method == "HEAD":
             # The headers of the GET (its Content-Length included), without the body.
@@ -267,7 +296,7 @@ class HttpEndpoints:
         self.router.add("/healthz", self._healthz)
         self.router.add("/readyz", self._readyz)
         self.router.add("/metrics", self._metrics_with_token)
-        self.router.add("/api/", self._api)
+        self.router.add(API, self._api)
         self.metrics_router = Router(methods=(*METHODS, "POST"))
         """The metrics listener's routes: /metrics and the admin API."""
         self.metrics_router.add("/metrics", self._metrics)
@@ -286,7 +315,19 @@ class HttpEndpoints:
             response = _response(http.HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain")
             add_security_headers(request, response)
             return response
+        wait = self._api_budget(connection, request)
+        if wait is not None:
+            return self.router.finish(request, _too_many(wait))
         return await self.router.answer(request)
+
+    def _api_budget(self, connection: ServerConnection, request: Request) -> float | None:
+        """Spend one API request of the client's address, for a request to the JSON API;
+        None if it may go on, else the seconds until it would be taken."""
+        if request.method not in METHODS or not request.path.startswith(API):
+            return None
+        peer = connection.remote_address[0] if connection.remote_address else ""
+        address = client_address(peer, request.headers, self.config.trusted_proxies)
+        return self.node.guard.take_api(address, time.monotonic())
 
     def process_response(
         self, connection: ServerConnection, request: Request, response: Response
