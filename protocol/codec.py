@@ -281,7 +281,11 @@ class JsonCodec(Codec):
             raise ProtocolError(ErrorCode.MALFORMED_FRAME, "this subprotocol sends text frames")
         try:
             data = _JSON_DECODER.decode(frame)
-        except (ValueError, RecursionError) as error:
+        except RecursionError:  # nested past the parser's own depth: far past the limit
+            raise ProtocolError(
+                ErrorCode.MALFORMED_FRAME, "the frame is nested too deeply"
+            ) from None
+        except ValueError as error:
             raise ProtocolError(
                 ErrorCode.MALFORMED_FRAME, f"not a valid JSON frame: {error}"
             ) from None

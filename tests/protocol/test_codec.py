@@ -679,3 +679,10 @@ def test_a_progress_events_written_out_wire_form_is_the_generic_one() -> None:
     event = Progress("ROOM", 7, [{"player_id": "p1", "banked": 3}])
     generic = _Wire.to_wire(event)
     assert event.to_wire() == generic and list(event.to_wire()) == list(generic)
+
+
+def test_json_nested_past_the_parsers_depth_is_said_to_be_nested_too_deeply() -> None:
+    # Within the frame size, deeper than the parser recurses: the same answer as a frame
+    # past the depth limit, not the parser's own words.
+    error = check(JsonCodec(), "[" * 2000 + "]" * 2000, ErrorCode.MALFORMED_FRAME)
+    assert error.message == "the frame is nested too deeply"
