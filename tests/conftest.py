@@ -37,6 +37,8 @@ LOOSE_BUDGETS = Budgets(
     logins_per_minute=1 << 20,
     account_logins_per_hour=1 << 20,
     accounts_per_day=1 << 20,
+    races_per_hour=1 << 20,
+    address_races_per_hour=1 << 20,
     members_interval_s=0.0,
 )
 
