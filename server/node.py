@@ -367,6 +367,8 @@ class Node:
                     self.metrics.rooms.set(len(self.held))
                 held.members.add(session)
                 session.room, session.role = code, role
+                member = room.members.get(session.player_id or "")
+                session.link = member.link if member is not None else 0
                 self.guard.hold(session, code)
                 held.keep(room)
                 self.arm(held)
@@ -435,18 +437,22 @@ class Node:
     async def _gone(self, session: Session, player_id: str) -> None:
         if self.sessions.get(player_id) is session:
             del self.sessions[player_id]
-        code, role = session.room, session.role
+        code, role, link = session.room, session.role, session.link
         if code is None:
             return
+        # With this connection's link: if the member came back meanwhile (on another node,
+        # while this one drains, say), the room stays as that connection made it.
         try:
             if role is Role.SPECTATOR:
                 outcome = await self.backend.update_room(
-                    code, lambda r: rooms.leave(r, player_id, self.now_ms())
+                    code, lambda r: rooms.leave(r, player_id, self.now_ms(), link=link)
                 )
-                await self.backend.set_player_room(player_id, None)
+                if outcome.room is None or player_id not in outcome.room.members:
+                    await self.backend.set_player_room(player_id, None)
             else:
                 outcome = await self.backend.update_room(
-                    code, lambda r: rooms.set_connected(r, player_id, False, self.now_ms())
+                    code,
+                    lambda r: rooms.set_connected(r, player_id, False, self.now_ms(), link=link),
                 )
                 self.tick_later(code, self.config.resume_grace_s + 0.05)
             await self.fanout.publish(code, outcome)

@@ -242,6 +242,10 @@ class Member:
     ready: bool = False
     connected: bool = True
     left_ms: int | None = None
+    link: int = 0
+    """How many times the member has come back (resumed) into the room: a node lets go of
+    a member's connection only if no newer one has come since (on another node, say,
+    while this one drains)."""
 
     def to_wire(self) -> dict[str, Any]:
         """The member as others see it."""
@@ -339,7 +343,7 @@ class Room:
             "state": self.state.value,
             "host": self.host,
             "members": [
-                [m.player_id, m.name, m.role.value, m.ready, m.connected, m.left_ms]
+                [m.player_id, m.name, m.role.value, m.ready, m.connected, m.left_ms, m.link]
                 for m in self.members.values()
             ],
             "seq": self.seq,
@@ -368,7 +372,10 @@ class Room:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Room:
         """The record from :meth:`to_dict`'s plain data."""
-        members = {m[0]: Member(m[0], m[1], Role(m[2]), m[3], m[4], m[5]) for m in data["members"]}
+        members = {
+            m[0]: Member(m[0], m[1], Role(m[2]), m[3], m[4], m[5], m[6] if len(m) > 6 else 0)
+            for m in data["members"]
+        }
         players = {p[0]: PlayerRace(*p[1:]) for p in data["players"]}
         return cls(
             code=data["code"],
@@ -496,10 +503,15 @@ def _next_host(members: dict[str, Member], old: str | None) -> str | None:
     return None
 
 
-def leave(room: Room, player_id: str, now_ms: int) -> Outcome:
-    """Remove a member; a player in a running race resigns; the host role passes on."""
+def leave(room: Room, player_id: str, now_ms: int, link: int | None = None) -> Outcome:
+    """Remove a member; a player in a running race resigns; the host role passes on.
+
+    With ``link``, only if the member has not come back since that connection
+    (:attr:`Member.link`): else nothing changes."""
     if player_id not in room.members:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    if link is not None and room.members[player_id].link != link:
+        return Outcome(room)
     racing = room.state is RoomState.RACING and player_id in room.players
     if racing and not room.players[player_id].over(room.settings.undo):
         resigned = progress(room, player_id, status="resigned", now_ms=now_ms)
@@ -539,21 +551,31 @@ def set_connected(
     name: str | None = None,
     *,
     max_name_len: int = MAX_NAME_LEN,
+    link: int | None = None,
 ) -> Outcome:
     """Mark a member connected or dropped (a dropped player may resume within the grace);
     a member who comes back under a new ``name`` is shown under it (numbered, as by
-    :func:`join`, if another member's looks the same)."""
+    :func:`join`, if another member's looks the same).
+
+    Coming back counts in :attr:`Member.link`. A drop with ``link`` is that connection's:
+    if the member has come back since, nothing changes."""
     member = room.members.get(player_id)
     if member is None:
         raise _fail(ErrorCode.NOT_IN_ROOM, "you are not in this room")
+    if not connected and link is not None and member.link != link:
+        return Outcome(room)
     if name:
         others = [m.name for p, m in room.members.items() if p != player_id]
         name = shown_name(name, others, max_name_len, keep=member.name)
     else:
         name = member.name
-    if member.connected == connected and member.name == name:
-        return Outcome(room)
     members = dict(room.members)
+    if connected:
+        # A newer connection, even while the record still has the member connected (the
+        # node of the last one has not let go of it yet): that node's drop changes nothing.
+        member = members[player_id] = replace(member, link=member.link + 1)
+    if member.connected == connected and member.name == name:
+        return Outcome(replace(room, members=members))
     members[player_id] = replace(
         member, connected=connected, left_ms=None if connected else now_ms, name=name
     )

@@ -29,6 +29,7 @@ class Session:
         "inflight",
         "legal",
         "limiter",
+        "link",
         "lock",
         "name",
         "player_id",
@@ -63,6 +64,7 @@ class Session:
         self.name = ""
         self.room: str | None = None
         self.role: Role | None = None
+        self.link = 0  # the room member's Member.link when this connection came into it
         self.legal = False  # send the legal moves in every ack's delta (hello legal_moves)
         self.bot = False  # the client said in its hello that it is a bot
         self.busy = False  # the connection's task is handling one of its frames

@@ -217,7 +217,9 @@ def test_join_adds_players_and_spectators_in_order() -> None:
 def test_joining_again_in_the_same_role_reconnects() -> None:
     room = lobby("ann", "bob")
     same = rooms.join(room, "bob", "Bob", Role.PLAYER, max_spectators=MAX_SPECTATORS)
-    assert same.room == room and same.events == ()
+    assert same.room is not None and same.events == ()  # nothing others see changed
+    assert same.room.members["bob"].link == room.members["bob"].link + 1  # a newer connection
+    assert replace(same.room.members["bob"], link=0) == replace(room.members["bob"], link=0)
     room = step(room, rooms.set_connected(room, "bob", False, T0))
     back = rooms.join(room, "bob", "Bob", Role.PLAYER, max_spectators=MAX_SPECTATORS)
     room = step(room, back)
@@ -906,7 +908,8 @@ def test_a_member_back_under_a_new_name_is_shown_under_it() -> None:
     assert back.room.players["alice"].name == "Alicia"
     assert back.events and back.events[0].members[0]["name"] == "Alicia"
     same = rooms.set_connected(back.room, "alice", True, 30, "Alicia")
-    assert same.events == () and same.room is back.room
+    assert same.events == () and same.room is not None  # nothing others see changed
+    assert same.room.members["alice"].link == back.room.members["alice"].link + 1
 
 
 def test_a_deal_stuck_before_the_first_move_ends_the_race_at_its_start() -> None:
@@ -1000,3 +1003,25 @@ def test_the_finish_setting_is_checked_and_changed_by_the_host_in_the_lobby() ->
     (event,) = outcome.events
     assert isinstance(event, Members) and event.settings["finish"] == "first"
     assert Room.from_dict(room.to_dict()).settings == room.settings
+
+
+def test_a_drop_of_a_connection_older_than_the_members_last_changes_nothing() -> None:
+    room = lobby("ann", "bob")
+    old = room.members["bob"].link
+    room = step(room, rooms.set_connected(room, "bob", True, T0))  # back on another node
+    assert room.members["bob"].link == old + 1
+    stale = rooms.set_connected(room, "bob", False, T0 + 1, link=old)
+    assert stale.room == room and stale.events == ()
+    assert rooms.leave(room, "bob", T0 + 1, link=old).room == room
+    dropped = step(room, rooms.set_connected(room, "bob", False, T0 + 1, link=old + 1))
+    assert not dropped.members["bob"].connected
+    assert "bob" not in step(room, rooms.leave(room, "bob", T0 + 1, link=old + 1)).members
+
+
+def test_a_members_link_survives_the_record_round_trip() -> None:
+    room = step(lobby("ann", "bob"), rooms.set_connected(lobby("ann", "bob"), "bob", True, T0))
+    assert rooms.Room.from_dict(json.loads(json.dumps(room.to_dict()))) == room
+    # A record kept before links were counted reads as link 0.
+    data = room.to_dict()
+    data["members"] = [m[:6] for m in data["members"]]
+    assert rooms.Room.from_dict(data).members["bob"].link == 0
