@@ -70,6 +70,15 @@ HEAVY = frozenset({GetLeaderboard})
 PRUNE_INTERVAL_S = 30.0
 """How often a node forgets the message-rate buckets it no longer needs."""
 
+ORPHAN_SWEEP_S = 60.0
+"""How often a node that shares its store looks for rooms whose deadline passed with no
+node holding them to act on it (see :meth:`Node.sweep_orphans`)."""
+ORPHAN_SLACK_MS = 5_000
+"""How long past its deadline a room must be before a node that does not hold it acts:
+the node that holds it acts on time, and two nodes acting at once is harmless but wasted."""
+ORPHAN_ROOMS = 100_000
+"""The most rooms one sweep looks at."""
+
 ALIVE_INTERVAL_S = 1.0
 """How often a node that owns its storage notes that it runs (a restart measures its
 downtime from the last note)."""
@@ -106,6 +115,7 @@ class Node:
         self._later: set[asyncio.TimerHandle] = set()
         self._alive: asyncio.TimerHandle | None = None
         self._pruning: asyncio.TimerHandle | None = None
+        self._sweeping: asyncio.TimerHandle | None = None
         self._stopped = False
         self._player_locks: dict[str, _PlayerLock] = {}
         self.guard = Guard(self.config, backend)
@@ -152,6 +162,8 @@ class Node:
             await self.commands.recover()
             self._note_alive()
         self._prune()
+        if not self.backend.in_process:
+            self._sweeping = asyncio.get_running_loop().call_later(ORPHAN_SWEEP_S, self._sweep_soon)
         self.deals.start()
 
     async def stop(self) -> None:
@@ -168,7 +180,7 @@ class Node:
             await self.moves.save_boards(held)
         for held in list(self.held.values()):
             held.close()
-        for timer in (self._alive, self._pruning):
+        for timer in (self._alive, self._pruning, self._sweeping):
             if timer is not None:
                 timer.cancel()
         for timer in self._later:
@@ -205,6 +217,42 @@ class Node:
         if gone:
             log.info("guests_expired", count=gone)
         return gone
+
+    def _sweep_soon(self) -> None:
+        self.spawn(self.sweep_orphans())
+        self._sweeping = asyncio.get_running_loop().call_later(ORPHAN_SWEEP_S, self._sweep_soon)
+
+    async def sweep_orphans(self) -> int:
+        """Act on the rooms past a deadline that no node holds; how many were ticked.
+
+        A room's timers (a dropped player's grace, the time limit, a countdown) run on the
+        nodes that hold one of its members. When the node holding all of them stops and
+        its clients do not come back (a rolling upgrade whose clients left meanwhile),
+        no node holds the room: its race would stay open, its players away, its results
+        unrecorded, until the store forgot it. Each node that shares its store looks at
+        the rooms now and then, and ticks those ``ORPHAN_SLACK_MS`` past their deadline.
+        """
+        try:
+            codes = await self.backend.room_codes(ORPHAN_ROOMS)
+        except BackendUnavailable:
+            return 0
+        ticked = 0
+        for code in codes:
+            if code in self.held or self._stopped:
+                continue
+            try:
+                room = await self.backend.load_room(code)
+            except BackendUnavailable:
+                return ticked
+            if room is None:
+                continue
+            when = rooms.next_deadline(room, self.grace_ms)
+            if when is not None and self.now_ms() >= when + ORPHAN_SLACK_MS:
+                await self.tick(code)
+                ticked += 1
+        if ticked:
+            log.info("orphans_ticked", count=ticked)
+        return ticked
 
     def _note_alive(self) -> None:
         try:
