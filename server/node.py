@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -77,7 +78,10 @@ ORPHAN_SLACK_MS = 5_000
 """How long past its deadline a room must be before a node that does not hold it acts:
 the node that holds it acts on time, and two nodes acting at once is harmless but wasted."""
 ORPHAN_ROOMS = 100_000
-"""The most rooms one sweep looks at."""
+"""The most rooms' codes one sweep reads."""
+ORPHAN_LOADS = 2_000
+"""The most rooms one sweep reads whole, drawn at random from the codes: a node's cost
+stays small however many rooms there are, and every room is looked at in time."""
 
 ALIVE_INTERVAL_S = 1.0
 """How often a node that owns its storage notes that it runs (a restart measures its
@@ -237,7 +241,8 @@ class Node:
         except BackendUnavailable:
             return 0
         ticked = 0
-        for code in codes:
+        codes = [code for code in codes if code not in self.held]
+        for code in random.sample(codes, min(len(codes), ORPHAN_LOADS)):
             if code in self.held or self._stopped:
                 continue
             try:
