@@ -388,7 +388,7 @@ def _log_pause(phase: str, info: dict[str, int]) -> None:
 
 
 async def run(config: ServerConfig) -> None:
-    """Serve until SIGTERM or SIGINT, then close every connection with 1001.
+    """Serve until SIGTERM, SIGINT or SIGHUP, then close every connection with 1001.
 
     Raises BackendUnavailable, after closing, if the store failed while serving.
     """
@@ -404,10 +404,15 @@ async def run(config: ServerConfig) -> None:
         raise
     tune_gc()
     log.info("gc_tuned", thresholds=list(gc.get_threshold()), frozen=gc.get_freeze_count())
-    print(f"solrace: open {page_url(config.host, server.port)} in a browser", file=sys.stderr)
+    url = page_url(config.host, server.port)
+    if config.log_format == "json" and not sys.stderr.isatty():
+        log.info("page_address", url=url)  # the log stays JSON lines, one object each
+    else:  # a person reads it
+        print(f"solrace: open {url} in a browser", file=sys.stderr)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    # SIGHUP too (the terminal closed, or a supervisor's stop): a drain, not a drop.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.failed.wait())]
     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)

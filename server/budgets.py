@@ -20,6 +20,7 @@ that one machine cannot walk through its prefix.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 from collections import Counter
@@ -42,6 +43,7 @@ __all__ = [
     "client_address",
     "client_key",
     "forwarded_client",
+    "trusted_networks",
 ]
 
 MIN_ROOMS_PER_ADDRESS = 10
@@ -73,7 +75,7 @@ def forwarded_client(
     else the right-most address of ``X-Forwarded-For`` that is not itself a trusted proxy.
     Any other peer is taken at its own address, whatever it claims.
     """
-    networks = [ipaddress.ip_network(t, strict=False) for t in trusted]
+    networks = trusted_networks(trusted)
 
     def is_trusted(address: str) -> bool:
         try:
@@ -93,6 +95,15 @@ def forwarded_client(
         if not is_trusted(hop):
             return hop
     return peer
+
+
+@functools.lru_cache(maxsize=8)
+def trusted_networks(
+    trusted: tuple[str, ...],
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """The networks of ``trusted`` (addresses or CIDR networks), parsed once for a node's
+    setting rather than at every connection; ValueError names an entry that is neither."""
+    return tuple(ipaddress.ip_network(t.strip(), strict=False) for t in trusted)
 
 
 def client_address(peer: str, headers: Headers | None, trusted: tuple[str, ...]) -> str:

@@ -7,20 +7,21 @@ import dataclasses
 import errno
 import math
 import os
+import re
 import socket
 import sys
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..protocol import Limits
 from .app import LOOPS
 from .backends import BackendUnavailable
 from .backends.base import MAX_COMMIT_WINDOW_S
+from .budgets import trusted_networks
 from .config import Budgets, ServerConfig, field_docs
 
-__all__ = ["config_from_args", "masked_url", "register"]
+__all__ = ["config_from_args", "masked_url", "register", "store_problem"]
 
 #: The protocol limits that are ``serve`` flags (``--`` and the name with dashes): the
 #: message rate of an identity.
@@ -66,13 +67,63 @@ def _at_least(
     return parse
 
 
+_port = _at_least(int, 0, most=65535)
+_port.__name__ = "port"
+
+
+def _unexpanded(text: str) -> str:
+    """A hint for a value that is a variable nothing filled in, such as Kubernetes'
+    ``$(NAME)`` when the ConfigMap lacks NAME."""
+    if text.startswith("$"):
+        return " (a variable that was never filled in: is it set?)"
+    return ""
+
+
+def _network(text: str) -> str:
+    """An argparse type: an IP address or network (CIDR), as the node will read it."""
+    try:
+        trusted_networks((text,))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"an IP address or network (CIDR) is wanted, not {text!r}{_unexpanded(text)}"
+        ) from None
+    return text
+
+
+_network.__name__ = "address"
+
+
+def _origin(text: str) -> str:
+    """An argparse type: an origin, ``scheme://host[:port]``, as a browser sends it."""
+    from .http import _normal_origin
+
+    if _normal_origin(text) is None:
+        raise argparse.ArgumentTypeError(
+            f"an origin (https://host[:port]) is wanted, not {text!r}{_unexpanded(text)}"
+        )
+    return text
+
+
+_origin.__name__ = "origin"
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make a bad flag of ``parser`` one line on stderr (exit 2), without the usage."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(2, f"{parser.prog}: {message}\n")
+
+    parser.error = error  # type: ignore[method-assign]
+
+
 def register(subparsers: Any) -> None:
     """Add the ``serve`` command."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "serve", help="run a race server node", description="Run a race server node."
     )
+    _one_line_errors(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port to listen on (8765)")
+    parser.add_argument("--port", type=_port, default=8765, help="port to listen on (8765)")
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -92,7 +143,7 @@ def register(subparsers: Any) -> None:
     _guards(parser)
     parser.add_argument(
         "--daily-account-age",
-        type=int,
+        type=_at_least(int, 0),
         default=ServerConfig().daily_account_age_days,
         metavar="DAYS",
         help="days after the day an account is made from which its daily attempts are "
@@ -114,7 +165,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--resume-grace",
-        type=float,
+        type=_at_least(float, 0),
         default=60.0,
         metavar="SECONDS",
         help="how long a dropped player may resume (60)",
@@ -149,42 +200,42 @@ def _redis_timeouts(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Redis timeouts", "Seconds, except --redis-retries.")
     group.add_argument(
         "--redis-socket-timeout",
-        type=float,
+        type=_at_least(float, 0, above=True),
         default=defaults.redis_socket_timeout_s,
         metavar="S",
         help=f"longest wait for a reply ({defaults.redis_socket_timeout_s:g})",
     )
     group.add_argument(
         "--redis-connect-timeout",
-        type=float,
+        type=_at_least(float, 0, above=True),
         default=defaults.redis_connect_timeout_s,
         metavar="S",
         help=f"longest wait to connect ({defaults.redis_connect_timeout_s:g})",
     )
     group.add_argument(
         "--redis-retries",
-        type=int,
+        type=_at_least(int, 0),
         default=defaults.redis_retries,
         metavar="N",
         help=f"retries of a command that timed out or lost its link ({defaults.redis_retries})",
     )
     group.add_argument(
         "--redis-pool-timeout",
-        type=float,
+        type=_at_least(float, 0),
         default=defaults.redis_pool_timeout_s,
         metavar="S",
         help=f"longest wait for a free connection ({defaults.redis_pool_timeout_s:g})",
     )
     group.add_argument(
         "--redis-ping-interval",
-        type=float,
+        type=_at_least(float, 0, above=True),
         default=defaults.redis_ping_interval_s,
         metavar="S",
         help=f"silence before a pub/sub connection is pinged ({defaults.redis_ping_interval_s:g})",
     )
     group.add_argument(
         "--redis-max-reconnect-delay",
-        type=float,
+        type=_at_least(float, 0, above=True),
         default=defaults.redis_max_reconnect_delay_s,
         metavar="S",
         help=(
@@ -194,7 +245,7 @@ def _redis_timeouts(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--redis-room-ttl",
-        type=float,
+        type=_at_least(float, 0),
         default=defaults.redis_room_ttl_s,
         metavar="S",
         help=f"drop a room untouched this long, 0 keeps it ({defaults.redis_room_ttl_s or 0:g})",
@@ -225,6 +276,7 @@ def _guards(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--trusted-proxy",
         action="append",
+        type=_network,
         default=[],
         metavar="ADDR",
         help="an address or network (CIDR) of a proxy whose X-Forwarded-For or X-Real-IP "
@@ -233,6 +285,7 @@ def _guards(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--allow-origin",
         action="append",
+        type=_origin,
         default=[],
         metavar="ORIGIN",
         help="an origin (https://host[:port]) whose pages may connect, besides the server's "
@@ -240,7 +293,7 @@ def _guards(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--guest-ttl",
-        type=float,
+        type=_at_least(float, 0, above=True),
         default=defaults.guest_ttl_s / 86400,
         metavar="DAYS",
         help=f"forget a guest not seen for this long ({defaults.guest_ttl_s / 86400:g})",
@@ -271,7 +324,7 @@ def _guards(parser: argparse.ArgumentParser) -> None:
     metrics = parser.add_argument_group("Metrics and admin")
     metrics.add_argument(
         "--metrics-port",
-        type=int,
+        type=_port,
         default=defaults.metrics_port,
         metavar="PORT",
         help="serve /metrics and the admin API on this port of --metrics-host (off)",
@@ -348,7 +401,7 @@ def _serve(args: argparse.Namespace) -> int:
         _fail(str(error))
         return 1
     except BackendUnavailable as error:
-        _fail(_unavailable(config, error))
+        _fail(store_problem(error, config.redis_url, config.data_dir))
         return 1
     except OSError as error:
         problem = _os_failure(config, error)
@@ -364,15 +417,23 @@ def _fail(problem: str) -> None:
     print(f"solrace serve: {problem}", file=sys.stderr)
 
 
-def _unavailable(config: ServerConfig, error: BackendUnavailable) -> str:
-    """What the store's refusal means, naming the store."""
-    reason = str(error.__cause__ or error).strip() or type(error).__name__
-    if config.redis_url:
+def store_problem(error: BackendUnavailable, redis_url: str | None, data_dir: Path) -> str:
+    """What the store's refusal means, on one line naming the store (never a password):
+    Redis at ``redis_url`` if one is given, else the data directory."""
+    if redis_url:
+        from .backends.redis import RedisNotUsable
+
+        if isinstance(error, RedisNotUsable):
+            return error.said(masked_url(redis_url))
+        reason = str(error.__cause__ or error).strip() or type(error).__name__
         reason = reason.removeprefix("redis: ")
-        return f"cannot reach Redis at {masked_url(config.redis_url)}: {reason}"
-    if str(config.data_dir) in reason:
+        return f"cannot reach Redis at {masked_url(redis_url)}: {reason}"
+    if str(data_dir) in str(error):  # the error names the directory or its file
+        return str(error)
+    reason = str(error.__cause__ or error).strip() or type(error).__name__
+    if str(data_dir) in reason:
         return reason
-    return f"the data directory {config.data_dir} is unavailable: {reason}"
+    return f"the data directory {data_dir} is unavailable: {reason}"
 
 
 # What a failed listen raises: the address is taken, not this machine's, or not allowed.
@@ -404,10 +465,14 @@ def _os_failure(config: ServerConfig, error: OSError) -> str | None:
 
 
 def masked_url(url: str) -> str:
-    """``url`` with any password masked, fit for a message."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` with any password masked, fit for a message: read from the URL's text, so
+    that a URL too broken to parse is masked as well."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.partition(':')[0]}:***@{host}"
+    masked = f"{scheme}{sep}{netloc}{slash}{tail}"
+    return re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", masked)

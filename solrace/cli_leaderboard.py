@@ -26,7 +26,7 @@ import structlog
 from .client.terminal import render_board
 from .engine import VARIANTS
 from .server import BackendUnavailable, ServerConfig, make_backend
-from .server.cli import masked_url
+from .server.cli import store_problem
 from .server.daily import (
     BOARDS,
     Entry,
@@ -141,12 +141,7 @@ def _main(args: argparse.Namespace) -> int:
                 return asyncio.run(_flagged(args))
             return asyncio.run(_export(args, date, variants))
         except BackendUnavailable as error:
-            reason = str(error.__cause__ or error).strip()
-            if args.redis:
-                reason = reason.removeprefix("redis: ")
-                problem = f"cannot reach Redis at {masked_url(args.redis)}: {reason}"
-            else:
-                problem = f"the data directory {args.data_dir} is unavailable: {reason}"
+            problem = store_problem(error, args.redis, args.data_dir)
     print(f"solrace leaderboard {args.action}: {problem}", file=sys.stderr)
     return 1
 

@@ -63,6 +63,9 @@ __all__ = ["EmbeddedBackend"]
 
 log = structlog.get_logger("solrace.server")
 
+DB_FILE = "solrace.sqlite3"
+"""The SQLite file's name in the data directory."""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
     player_id TEXT PRIMARY KEY,
@@ -263,7 +266,17 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             with os.fdopen(fd, "wb") as f:
                 f.write(secrets.token_bytes(32))
         self._secret = secret_path.read_bytes()
-        db = sqlite3.connect(self.data_dir / "solrace.sqlite3", isolation_level=None)
+        try:
+            self._open()
+        except sqlite3.Error as error:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            raise self._unusable(error) from error
+
+    def _open(self) -> None:
+        """Open the SQLite file, bring its schema up to date and read what it holds."""
+        db = sqlite3.connect(self.data_dir / DB_FILE, isolation_level=None)
         self._db = db
         db.execute("PRAGMA journal_mode=WAL")
         # With WAL, NORMAL keeps every commit through a crash of the process (kill -9
@@ -326,7 +339,33 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             raise BackendUnavailable(
                 f"the data directory {self.data_dir} is in use by another node"
             ) from None
+        # The node will write: a file it may only read (restored by another user, on a
+        # file system mounted read-only) is said now, not at the first move. A row is
+        # written and rolled back (in WAL mode, BEGIN IMMEDIATE succeeds on such a file).
+        db = self.db
+        if not db.in_transaction:  # else writes are under way: the file takes them
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('node_id', ?)", (self._node_id,))
+            except sqlite3.Error as error:
+                os.close(fd)
+                raise self._unusable(error) from error
+            finally:
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
         self._lock = fd
+
+    def _unusable(self, error: sqlite3.Error) -> BackendUnavailable:
+        """The SQLite file cannot be opened or written: why, naming it."""
+        path = self.data_dir / DB_FILE
+        doing = "write to" if error.sqlite_errorname.startswith("SQLITE_READONLY") else "open"
+        why = str(error)
+        for item in (path, self.data_dir):
+            if item.exists() and not os.access(item, os.W_OK):
+                why += f" ({item} is read-only to this process)"
+                break
+        return BackendUnavailable(f"cannot {doing} {path}: {why}")
 
     async def close(self) -> None:
         """Commit what is pending and close the SQLite file (and the directory's lock)."""
@@ -517,7 +556,12 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     def note_alive(self, now_ms: int) -> None:
         """Record that the node runs at ``now_ms`` (a restart measures its downtime by it)."""
-        self._write().execute("INSERT OR REPLACE INTO meta VALUES ('alive_ms', ?)", (str(now_ms),))
+        try:
+            self._write().execute(
+                "INSERT OR REPLACE INTO meta VALUES ('alive_ms', ?)", (str(now_ms),)
+            )
+        except sqlite3.Error as error:
+            raise self._unusable(error) from error
 
     # budgets ----------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ import asyncio
 import contextlib
 import re
 import secrets
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
@@ -66,11 +67,13 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import (
+    AuthenticationError,
     ClusterError,
     MovedError,
     NoScriptError,
     ReadOnlyError,
     RedisClusterException,
+    ResponseError,
     TryAgainError,
 )
 from redis.exceptions import (
@@ -94,7 +97,7 @@ from .base import (
 from .redis_accounts import RedisAccountsMixin
 from .redis_daily import RedisDailyMixin
 
-__all__ = ["RedisBackend", "cluster_url"]
+__all__ = ["RedisBackend", "RedisNotUsable", "cluster_url", "url_problem"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -308,6 +311,50 @@ def cluster_url(url: str) -> str | None:
     return None if plain is None else f"{plain}://{rest}"
 
 
+REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix")
+"""The schemes of a URL that names a Redis (``unix``: a socket's path)."""
+
+
+def url_problem(url: str) -> str | None:
+    """What makes ``url`` no Redis URL a node can use, or None if it is one.
+
+    Never the password: the words come from the URL's form, not its text.
+    """
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in REDIS_SCHEMES:
+        return "it must begin with redis://, rediss://, redis+cluster:// or rediss+cluster://"
+    plain = cluster_url(url) or url
+    try:
+        parse_url(plain)  # a host, a port that is a port, the query's options
+    except ValueError as error:
+        reason = str(error)
+        return reason[:1].lower() + reason[1:]
+    if scheme == "unix":
+        return None
+    database = urllib.parse.unquote(urllib.parse.urlsplit(plain).path).strip("/")
+    if database and not database.isdigit():
+        return f"the database must be a number (HOST:PORT/DB), not {database!r}"
+    if cluster_url(url) is not None and database not in ("", "0"):
+        return "a Redis Cluster has database 0 alone"
+    return None
+
+
+class RedisNotUsable(BackendUnavailable):
+    """Redis cannot be used as the URL says, and trying again will not help: the URL is
+    not one (``url``), or Redis refuses the node (a password it wants, a database it lacks)."""
+
+    def __init__(self, problem: str, *, url: bool = False) -> None:
+        super().__init__(f"redis: {problem}")
+        self.problem = problem
+        self.url = url
+
+    def said(self, shown_url: str) -> str:
+        """The problem in a sentence that names the URL (``shown_url``: its password masked)."""
+        if self.url:
+            return f"bad Redis URL {shown_url}: {self.problem}"
+        return f"Redis at {shown_url} {self.problem}"
+
+
 class _Shard:
     """One pub/sub connection (to the Redis, or to one cluster primary) and its reader."""
 
@@ -400,6 +447,9 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self.room_ttl_ms = 0 if room_ttl is None else int(room_ttl * 1000)
         self.max_update_attempts = max_update_attempts
         retry = Retry(ExponentialBackoff(cap=0.2, base=0.02), retries)
+        problem = url_problem(url)
+        if problem is not None:
+            raise RedisNotUsable(problem, url=True)
         self._cluster_url = cluster_url(url)
         self._redis: Redis | RedisCluster
         if self._cluster_url is not None:
@@ -490,10 +540,25 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
 
     async def start(self) -> None:
         """Read the shared token secret (the first node sets it) and start the readers."""
-        with self._guard():
-            key = f"{self.prefix}:secret"
+        key = f"{self.prefix}:secret"
+        try:
             await self._redis.set(key, secrets.token_bytes(32), nx=True)
             secret = await self._redis.get(key)
+        except AuthenticationError as error:
+            if not parse_url(self._cluster_url or self.url).get("password"):
+                raise RedisNotUsable(
+                    "asks for a password, and the URL gives none (redis://:PASSWORD@HOST:PORT/DB)"
+                ) from error
+            raise RedisNotUsable(f"refused the URL's user or password: {error}") from error
+        except UNAVAILABLE_ERRORS as error:
+            raise BackendUnavailable(f"redis: {error}") from error
+        except ResponseError as error:
+            # Redis answered, and no retry will change its answer: SELECT of a database
+            # past its ``databases`` setting, or a user whose ACL forbids the commands.
+            if "DB index is out of range" in str(error):
+                database = urllib.parse.urlsplit(self.url).path.strip("/")
+                raise RedisNotUsable(f"has no database {database}: {error}") from error
+            raise RedisNotUsable(f"refused the node: {error}") from error
         if not secret:
             raise BackendUnavailable("redis: the token secret is missing")
         self._secret = _bytes(secret)

@@ -373,7 +373,9 @@ def test_serve_with_an_unknown_loop_in_the_environment_says_so(tmp_path: Path) -
 
 
 def test_serve_says_which_address_to_open(tmp_path: Path) -> None:
-    node = NodeProcess(tmp_path, None)
+    # For a person at a terminal; the JSON log has it as a line of its own
+    # (tests/server/test_serve_errors.py).
+    node = NodeProcess(tmp_path, None, "--log-format", "console")
     node.start()
     try:
         node.wait_listening()
