@@ -32,7 +32,12 @@ def at(address: str) -> dict[str, str]:
 async def serve(start_server: ServerFactory, **overrides: Any) -> RunningServer:
     """A node that lets a test play at full speed: budgets loose but for ``overrides``
     that name budgets, the races' at their defaults unless named."""
-    budgets = {k: v for k, v in overrides.items() if k in Budgets.__dataclass_fields__}
+    defaults = Budgets()
+    budgets = {
+        "races_per_hour": defaults.races_per_hour,
+        "address_races_per_hour": defaults.address_races_per_hour,
+    }
+    budgets.update({k: v for k, v in overrides.items() if k in Budgets.__dataclass_fields__})
     rest = {k: v for k, v in overrides.items() if k not in budgets}
     return await start_server(
         budgets=replace(LOOSE_BUDGETS, **budgets),
