@@ -223,11 +223,19 @@ class ServerConfig:
     """A new account's daily attempts are ranked from this many days (UTC dates) after the
     day it was made (1: from its second day); before, they are kept, unranked."""
     daily_flag_median_ms: int = 150
-    """A person's ranked daily attempt whose median time between moves is under this
-    (over ``daily_flag_min_moves`` moves or more) is flagged: kept off the board until an
-    operator reviews it. 0 flags none."""
+    """A person's ranked daily attempt with nine gaps between moves in ten (the median, and
+    more) under this many ms, or an average gap under it (over ``daily_flag_min_moves``
+    moves or more), is flagged: kept off the board until an operator reviews it. Quick
+    bursts of cards the page sends home by itself are not enough. 0 flags none."""
     daily_flag_min_moves: int = 20
     """The fewest moves an attempt needs before its pace can flag it."""
+    daily_ranked_per_address: int = 3
+    """Attempts at a day's deal of a game that may be ranked, from the accounts at one
+    client address together (an IPv6 address counts by its /64); one more is played and
+    kept, unranked (``address_limit``). More than 1: a household, or a mobile carrier's
+    customers, share an address. A ranked attempt that starts after another account's
+    attempt at the deal from the same address is flagged for review. Clients on the
+    node's own machine (loopback) are not counted. 0 turns these rules off."""
     max_write_buffer: int = 1 << 20
     """Bytes waiting to be sent to one client before it is closed with 1013 (it may
     resume)."""

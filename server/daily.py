@@ -9,8 +9,10 @@ SHA-256 over the seed and a nonce that also comes from the secret, so that anyon
 check after the reveal that the deal was fixed in advance.
 
 An account's first attempt of a day and variant is ranked, once the account is old
-enough; a declared bot's goes on the bots' board; a person's whose pace no person keeps
-is flagged for an operator's review.
+enough, and while its client address has not started too many ranked attempts at the
+deal; a declared bot's goes on the bots' board; a person's whose pace no person keeps,
+or that starts after another account's attempt at the deal from the same address, is
+flagged for an operator's review.
 """
 
 from __future__ import annotations
@@ -18,20 +20,25 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import ipaddress
 import itertools
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..engine import VARIANTS, Game, new_game, parse_move, replay
 from ..protocol import ErrorCode, ProtocolError
 
 __all__ = [
+    "ADDRESS_KEEP_DAYS",
     "BOARDS",
     "DayDeal",
     "Entry",
     "Streaks",
+    "address_counted",
+    "address_tag",
+    "address_verdict",
     "commitment",
     "daily_commitment",
     "daily_nonce",
@@ -40,6 +47,7 @@ __all__ = [
     "entry_from_log",
     "first_ranked_date",
     "first_reached_ms",
+    "judged",
     "pace_flag",
     "parse_board",
     "parse_date",
@@ -58,6 +66,9 @@ LOSS_BASE = 1e13
 DAY_MS = 86_400_000
 BOARDS = ("people", "bots")
 """The daily boards: people's, and declared bots' (never ranked with people)."""
+ADDRESS_KEEP_DAYS = 2
+"""Days (UTC dates) the store keeps which accounts started a day's attempts from which
+address: the address rules need a day's starts only while the day lasts."""
 
 
 def utc_date(now_ms: int) -> str:
@@ -155,7 +166,8 @@ def unranked_reason(
     """Why an attempt is not ranked (``later_attempt``, ``guest``, ``new_account``), or None.
 
     Only an account's first attempt of a day and variant is ranked, and only from the
-    account's day ``account_age_days`` on (1: its second day).
+    account's day ``account_age_days`` on (1: its second day). The address rules may
+    still leave it unranked (:func:`address_verdict`).
     """
     if attempt != 1:
         return "later_attempt"
@@ -167,14 +179,93 @@ def unranked_reason(
 
 
 def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | None:
-    """Why a pace is not a person's (the median time between moves under ``median_ms``
-    over ``min_moves`` moves or more), or None."""
-    if len(times) < max(2, min_moves):
+    """Why a person's pace is no person's, or None: over ``min_moves`` moves or more, nine
+    gaps between moves in ten (the median, and more) under ``median_ms``, or the average
+    gap, from the first move to the last, under it. ``median_ms`` 0 flags none.
+
+    The two tests are for what the reference clients let a person do. The browser page
+    can send safe cards home by itself, and at the end every card left (auto-move and
+    auto-finish): each 140 ms after the last move's ack, or as the ack comes back with
+    reduced motion, so a few milliseconds apart on a near server. Those are foundation
+    moves, up to 52 of a game: in American Canister, played near its shortest line (about
+    a hundred moves), more than half the gaps, which brings the median under any floor.
+    Holding the page's D key draws as fast as the keyboard repeats (30 to 40 ms), and a
+    Canfield game is nearly half draws. So up to four gaps in five may be a person's
+    page's or keyboard's, and a person's own moves (a drag, a click, several keys, and
+    the thought before them) are the slower fifth: only a pace quick in nine gaps in ten
+    is flagged. The terminal clients take a typed move a line, which is slower still.
+
+    A program that hides its speed in a slow median, quick gaps among gaps just over the
+    floor (35, 155, 155 ms), gives itself away in the average, which is what its time on
+    the board is made of. A person's stays far above: with every foundation move sent by
+    the page at once, a person would need to play each of the other moves in under about
+    280 ms, the thinking included, to come under 150 ms. The average starts at the first
+    move, so that a program waiting before it plays gains nothing.
+    """
+    if median_ms <= 0 or len(times) < max(3, min_moves):
         return None
-    median = statistics.median(b - a for a, b in itertools.pairwise(times))
-    if median >= median_ms:
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    median = statistics.median(gaps)
+    ninth = statistics.quantiles(gaps, n=10, method="inclusive")[-1]
+    average = (times[-1] - times[0]) / len(gaps)
+    if ninth >= median_ms and average >= median_ms:
         return None
-    return f"pace: a median of {median:g} ms between moves over {len(times)} moves"
+    return (
+        f"pace: a median of {median:g} ms between moves, nine in ten within {ninth:.0f} ms, "
+        f"an average of {average:.0f} ms, over {len(times)} moves"
+    )
+
+
+def address_counted(address: str) -> bool:
+    """Whether the address rules count a client address key (see
+    :func:`.budgets.client_key`): any address but the node's own machine's (loopback),
+    which is local play or a proxy not listed in ``trusted_proxies``, whose clients would
+    all look like one household; and not a key that names no address."""
+    try:
+        network = ipaddress.ip_network(address, strict=False)
+    except ValueError:
+        return False
+    loopback = ipaddress.IPv6Address(1)  # ::1, whose /64 is ::/64
+    return not (network.is_loopback or loopback in network)
+
+
+def address_tag(secret: bytes, address: str) -> str:
+    """What the store keeps of a client address key for the address rules: an HMAC
+    under the server secret, so that the store holds no address."""
+    message = f"solrace-daily-address:{address}".encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()[:32]
+
+
+def address_verdict(*, ranked: int, others: int, cap: int) -> tuple[str | None, str | None]:
+    """What the address rules say of an attempt that may be ranked: why it is not
+    (``address_limit``) and why it waits for review (another account's attempt at the deal
+    started before it from the same address), each None if nothing.
+
+    ``ranked`` counts the attempts from the address that may be ranked, this one
+    included; ``others``, the other accounts that started an attempt at the deal from the
+    address before. ``cap`` 0 turns the rules off.
+    """
+    if cap <= 0:
+        return None, None
+    if ranked > cap:
+        return "address_limit", None
+    if others:
+        accounts = "another account" if others == 1 else f"{others} other accounts"
+        return None, f"address: {accounts} started this deal from the same address first"
+    return None, None
+
+
+def judged(entry: Entry, unranked: str | None, flag: str | None) -> Entry:
+    """The entry with what the address rules said of it when it started: unranked (and
+    then flagged for nothing), or flagged besides its pace. An entry not ranked anyway is
+    left as it is, and a declared bot's is never flagged."""
+    if not entry.ranked:
+        return entry
+    if unranked is not None:
+        return replace(entry, unranked=unranked, flag=None)
+    if flag is not None and entry.board == "people":
+        return replace(entry, flag=flag if entry.flag is None else f"{entry.flag}; {flag}")
+    return entry
 
 
 def score_of(
@@ -225,9 +316,11 @@ class Entry:
     board: str = "people"
     """``people``, or ``bots`` for a client that said it is a bot."""
     unranked: str | None = None
-    """Why the attempt is not ranked (``later_attempt``, ``guest``, ``new_account``)."""
+    """Why the attempt is not ranked (``later_attempt``, ``guest``, ``new_account``,
+    ``address_limit``)."""
     flag: str | None = None
-    """Why a person's ranked attempt waits for an operator's review (its pace)."""
+    """Why a person's ranked attempt waits for an operator's review (its pace, ``pace:``;
+    another account's attempt from its address before it, ``address:``)."""
     kept: str | None = None
     """Why an operator put a flagged attempt on the board."""
 

@@ -16,7 +16,8 @@ from ..protocol import (
     StartDaily,
 )
 from . import room as rooms
-from .daily import utc_date
+from .budgets import client_key
+from .daily import address_counted, address_tag, address_verdict, unranked_reason, utc_date
 from .leaderboard import day_board, player_history
 from .room import Outcome, Role, RoomState, Settings, SpectatorMode
 
@@ -39,12 +40,15 @@ class DailyCommands:
         """Start today's attempt at the daily deal: a solo race, undo off, countdown 0.
 
         Only an account plays the daily deal: a guest is refused (``account_required``).
+        An attempt that may be ranked is judged by the address rules as it starts
+        (:meth:`_judge`).
         """
         node = self.node
         commands = node.commands
         player_id = node.identified(session)
         rooms.check_variant(req.variant)
-        if await node.backend.account_created_ms(player_id) is None:
+        created_ms = await node.backend.account_created_ms(player_id)
+        if created_ms is None:
             raise ProtocolError(
                 ErrorCode.ACCOUNT_REQUIRED,
                 "the daily deal is played by accounts: claim this identity with a password",
@@ -72,6 +76,16 @@ class DailyCommands:
         await node.guard.spend(session, node.guard.dailies + node.guard.rooms, now)
         date = utc_date(now)
         attempt = await node.backend.daily_attempt(date, req.variant, player_id)
+        may_rank = (
+            unranked_reason(
+                attempt=attempt,
+                date=date,
+                account_created_ms=created_ms,
+                account_age_days=node.config.daily_account_age_days,
+            )
+            is None
+        )
+        await self._judge(session, date, req.variant, player_id, may_rank=may_rank)
         settings = Settings(
             req.variant,
             max_players=1,
@@ -104,6 +118,44 @@ class DailyCommands:
             variant=req.variant,
             attempt=attempt,
             bot=session.bot,
+        )
+
+    async def _judge(
+        self, session: Session, date: str, variant: str, player_id: str, *, may_rank: bool
+    ) -> None:
+        """The address rules, as an attempt starts: past ``daily_ranked_per_address``
+        attempts that may be ranked from the client's address (an IPv6 one by its /64),
+        the attempt is not ranked (``address_limit``); one started after another
+        account's attempt at the deal from the address is flagged for review (a scout
+        may have shown the deal). The verdict is kept for the entry, and the accounts that
+        started before from the address are logged for the operator who reviews it (the
+        flag, which the player sees, names none). Every attempt counts as one started
+        before, ranked or not; clients on the node's own machine are not counted."""
+        node = self.node
+        cap = node.config.daily_ranked_per_address
+        address = client_key(session.address)
+        if cap <= 0 or not address_counted(address):
+            return
+        tag = address_tag(node.secret, address)
+        counted, others = await node.backend.note_daily_start(
+            date, variant, player_id, tag, ranked=may_rank
+        )
+        if not may_rank:
+            return
+        unranked, flag = address_verdict(ranked=counted, others=len(others), cap=cap)
+        if session.bot:
+            flag = None  # a declared bot is never flagged: it has the bots' board
+        if unranked is None and flag is None:
+            return
+        await node.backend.keep_daily_verdict(date, variant, player_id, unranked, flag)
+        log.info(
+            "daily_address_rule",
+            date=date,
+            variant=variant,
+            unranked=unranked,
+            flag=flag,
+            ranked_from_address=counted,
+            started_before=others,
         )
 
     async def leaderboard(self, session: Session, req: GetLeaderboard) -> None:

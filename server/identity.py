@@ -1,4 +1,8 @@
-"""Player identity: ids, signed tokens, display names, and the node's ``hello``."""
+"""Player identity: ids, signed tokens, display names, and the node's ``hello``.
+
+A guest's display name is never an account's, nor one that looks like it: the hello, or
+the rename, is refused with ``name_taken``.
+"""
 
 from __future__ import annotations
 
@@ -116,15 +120,15 @@ class Identity:
             if known is None:
                 raise ProtocolError(ErrorCode.BAD_TOKEN, "that token is not valid here")
             player_id, name, gen = known
-            if (
-                req.name is not None
-                and check_name(req.name, max_len) != name
-                and await backend.account(player_id) is None  # an account keeps its name
-            ):
-                name = check_name(req.name, max_len)
-                await backend.save_player(player_id, name)
+            if await backend.account(player_id) is None:  # an account keeps its name
+                wanted = name if req.name is None else check_name(req.name, max_len)
+                await self._check_guest_name(wanted)
+                if wanted != name:
+                    name = wanted
+                    await backend.save_player(player_id, name)
         else:
             name = check_name(req.name or "", max_len)
+            await self._check_guest_name(name)
             await node.guard.spend(session, node.guard.identities, node.now_ms())
             player_id = new_player_id()
             await backend.save_player(player_id, name)
@@ -133,6 +137,17 @@ class Identity:
         # or being marked dropped (a player): the two never interleave.
         async with node.player_lock(player_id):
             await self._take_over(session, req, player_id, name, gen)
+
+    async def _check_guest_name(self, name: str) -> None:
+        """Refuse a guest a name an account has, or one that looks like it (the forms
+        account names are compared by, :func:`.names.name_keys`): in a room the two would
+        look the same. A guest named so before the account was claimed picks another."""
+        if await self.node.backend.account_named(names.name_keys(name)) is not None:
+            raise ProtocolError(
+                ErrorCode.NAME_TAKEN,
+                f"an account has the name {name!r}, or one that looks like it: pick another "
+                "name, or log in to the account",
+            )
 
     async def _take_over(
         self, session: Session, req: Hello, player_id: str, name: str, gen: int

@@ -32,6 +32,15 @@ def _check(variant: str, limit: int) -> None:
         raise ProtocolError(ErrorCode.BAD_FIELD, f"limit: 1 to {MAX_LIMIT}")
 
 
+def _begun(date: str | None, today: str) -> str:
+    """The day asked for (today if none), checked; raise ProtocolError(BAD_FIELD) for a
+    day not yet begun (UTC)."""
+    day = parse_date(date) if date else today
+    if day > today:
+        raise ProtocolError(ErrorCode.BAD_FIELD, f"{day} has not started yet (UTC)")
+    return day
+
+
 async def seed_revealed(
     backend: Backend,
     date: str,
@@ -96,9 +105,7 @@ async def daily_info(
     attempt of the day can still be running its seed and nonce."""
     check_variant(variant)
     today = utc_date(now_ms)
-    day = parse_date(date) if date else today
-    if day > today:
-        raise ProtocolError(ErrorCode.BAD_FIELD, f"{day} has not started yet (UTC)")
+    day = _begun(date, today)
     revealed = await seed_revealed(backend, day, variant, now_ms=now_ms, time_limit_s=time_limit_s)
     deal = await _day_deal(backend, deal_of, day, today, variant)
     shown = revealed and deal is not None
@@ -128,11 +135,12 @@ async def day_board(
 ) -> dict[str, Any]:
     """A day's board (``people`` or ``bots``): the top ``limit``, the player's rank and the
     ranks around it, the commitment to the seed, and the seed and its nonce once no
-    attempt of the day can still be running."""
+    attempt of the day can still be running. A day not yet begun (UTC) is refused, as
+    :func:`daily_info` refuses it."""
     _check(variant, limit)
     parse_board(board)
     today = utc_date(now_ms)
-    day = parse_date(date) if date else today
+    day = _begun(date, today)
     count = await backend.daily_count(day, variant, board)
     top = await backend.daily_top(day, variant, 0, limit, board)
     revealed = await seed_revealed(backend, day, variant, now_ms=now_ms, time_limit_s=time_limit_s)

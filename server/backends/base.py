@@ -407,8 +407,26 @@ class Backend(ABC):
         """Count a new attempt at a day's deal and return its number (1 is the ranked one)."""
 
     @abstractmethod
+    async def note_daily_start(
+        self, date: str, variant: str, player_id: str, address: str, *, ranked: bool
+    ) -> tuple[int, list[str]]:
+        """Note that the player started an attempt at a day's deal from ``address`` (a tag
+        of the client address, :func:`..daily.address_tag`), one that may be ranked if
+        ``ranked``. Returns how many attempts that may be ranked the address has started
+        at the deal, this one included, and the other players who started one from it
+        before. Kept :data:`..daily.ADDRESS_KEEP_DAYS` days."""
+
+    @abstractmethod
+    async def keep_daily_verdict(
+        self, date: str, variant: str, player_id: str, unranked: str | None, flag: str | None
+    ) -> None:
+        """Keep what the address rules say of the player's first attempt at a day's deal
+        (:func:`..daily.address_verdict`), for :meth:`save_daily_entry` to apply."""
+
+    @abstractmethod
     async def save_daily_entry(self, entry: Entry) -> None:
-        """Keep a finished attempt; a ranked one joins its board of the day and of all time,
+        """Keep a finished attempt, with the verdict kept for it when it started
+        (:func:`..daily.judged`); a ranked one joins its board of the day and of all time,
         unless it is flagged: it then waits for review (:meth:`daily_flagged`)."""
 
     @abstractmethod

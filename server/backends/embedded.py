@@ -33,6 +33,7 @@ from __future__ import annotations
 import array
 import asyncio
 import contextlib
+import datetime as dt
 import fcntl
 import json
 import os
@@ -47,7 +48,7 @@ import msgpack
 import structlog
 
 from ...protocol import ErrorCode, ProtocolError
-from ..daily import Entry
+from ..daily import ADDRESS_KEEP_DAYS, Entry, judged
 from ..room import Outcome, Room, RoomState
 from .base import (
     COMMIT_WINDOW_S,
@@ -120,6 +121,22 @@ CREATE TABLE IF NOT EXISTS daily_entries (
     PRIMARY KEY (date, variant, player_id, attempt)
 );
 CREATE INDEX IF NOT EXISTS daily_board ON daily_entries (variant, ranked, removed, score);
+CREATE TABLE IF NOT EXISTS daily_addresses (
+    date TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    address TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    ranked INTEGER NOT NULL,
+    PRIMARY KEY (date, variant, address, player_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS daily_verdicts (
+    date TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    unranked TEXT,
+    flag TEXT,
+    PRIMARY KEY (date, variant, player_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS daily_rooms (
     date TEXT NOT NULL,
     variant TEXT NOT NULL,
@@ -981,8 +998,49 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         )
         return int(row[0])
 
+    async def note_daily_start(
+        self, date: str, variant: str, player_id: str, address: str, *, ranked: bool
+    ) -> tuple[int, list[str]]:
+        """A row per player and address of the day's deal (the first start's says whether
+        it may be ranked); the rows of days gone are deleted."""
+        db = self._write()
+        gone = (dt.date.fromisoformat(date) - dt.timedelta(days=ADDRESS_KEEP_DAYS)).isoformat()
+        db.execute("DELETE FROM daily_addresses WHERE date < ?", (gone,))
+        key = (date, variant, address)
+        db.execute(
+            "INSERT OR IGNORE INTO daily_addresses VALUES (?, ?, ?, ?, ?)",
+            (*key, player_id, int(ranked)),
+        )
+        where = "date = ? AND variant = ? AND address = ?"
+        others = db.execute(
+            f"SELECT player_id FROM daily_addresses WHERE {where} AND player_id != ? "
+            "ORDER BY player_id",
+            (*key, player_id),
+        ).fetchall()
+        counted = db.execute(
+            f"SELECT COUNT(*) FROM daily_addresses WHERE {where} AND ranked = 1", key
+        ).fetchone()
+        return int(counted[0]), [row[0] for row in others]
+
+    async def keep_daily_verdict(
+        self, date: str, variant: str, player_id: str, unranked: str | None, flag: str | None
+    ) -> None:
+        """A row of the day's verdicts."""
+        self._write().execute(
+            "INSERT OR REPLACE INTO daily_verdicts VALUES (?, ?, ?, ?, ?)",
+            (date, variant, player_id, unranked, flag),
+        )
+
     async def save_daily_entry(self, entry: Entry) -> None:
         """Insert the attempt (a repeat of the same attempt changes nothing)."""
+        if entry.ranked:
+            verdict = self.db.execute(
+                "SELECT unranked, flag FROM daily_verdicts "
+                "WHERE date = ? AND variant = ? AND player_id = ?",
+                (entry.date, entry.variant, entry.player_id),
+            ).fetchone()
+            if verdict is not None:
+                entry = judged(entry, verdict[0], verdict[1])
         self._write().execute(
             "INSERT OR IGNORE INTO daily_entries "
             "(date, variant, player_id, attempt, ranked, score, data, board, flagged) "

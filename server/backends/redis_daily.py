@@ -13,9 +13,24 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from ..daily import Entry
+from ..daily import ADDRESS_KEEP_DAYS, DAY_MS, Entry, judged
 
 __all__ = ["RedisDailyMixin"]
+
+# KEYS: the hash of the players who started the day's deal from one address (each the
+# '1' or '0' of whether its first start there may be ranked); ARGV: player id, '1' or '0',
+# time to live (ms). How many of its starts may be ranked, then the other players.
+_NOTE_START = """
+redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local all = redis.call('HGETALL', KEYS[1])
+local found = {0}
+for i = 1, #all, 2 do
+  if all[i] ~= ARGV[1] then found[#found + 1] = all[i] end
+  if all[i + 1] == '1' then found[1] = found[1] + 1 end
+end
+return found
+"""
 
 
 class RedisDailyMixin:
@@ -24,8 +39,10 @@ class RedisDailyMixin:
     A day's keys: ``attempts`` (a hash of attempt counts), ``all`` (every attempt),
     ``board`` and ``entries`` (the people's board: a sorted set and its entries),
     ``bots:board`` and ``bots:entries`` (the bots'), ``flagged`` (ranked entries waiting
-    for review) and ``rooms`` (the rooms of attempts not yet known to be over). A key of
-    its own, ``daily:flagged``, lists the days and players with an entry in review.
+    for review), ``rooms`` (the rooms of attempts not yet known to be over),
+    ``verdicts`` (what the address rules said of first attempts) and ``address:TAG``
+    (the players who started from an address, for a few days). A key of its own,
+    ``daily:flagged``, lists the days and players with an entry in review.
     """
 
     prefix: str
@@ -63,9 +80,38 @@ class RedisDailyMixin:
                 await self._redis.hincrby(self._day(date, variant, "attempts"), player_id, 1)
             )
 
+    async def note_daily_start(
+        self, date: str, variant: str, player_id: str, address: str, *, ranked: bool
+    ) -> tuple[int, list[str]]:
+        """One script over the address's hash of players, which expires a few days on."""
+        scripts: dict[str, Any] = self.__dict__.setdefault("_daily_scripts", {})
+        if "note_start" not in scripts:
+            scripts["note_start"] = self._redis.register_script(_NOTE_START)
+        key = self._day(date, variant, f"address:{address}")
+        args = [player_id, "1" if ranked else "0", ADDRESS_KEEP_DAYS * DAY_MS]
+        with self._guard():
+            counted, *others = await scripts["note_start"](keys=[key], args=args)
+        return int(counted), sorted(o.decode() if isinstance(o, bytes) else o for o in others)
+
+    async def keep_daily_verdict(
+        self, date: str, variant: str, player_id: str, unranked: str | None, flag: str | None
+    ) -> None:
+        """HSET in the day's verdicts."""
+        with self._guard():
+            await self._redis.hset(
+                self._day(date, variant, "verdicts"), player_id, json.dumps([unranked, flag])
+            )
+
     async def save_daily_entry(self, entry: Entry) -> None:
         """Every attempt goes to the day's and the player's hashes; a ranked one also to its
         board's sorted sets of the day and of the variant, or, flagged, into review."""
+        if entry.ranked:
+            with self._guard():
+                verdict = await self._redis.hget(
+                    self._day(entry.date, entry.variant, "verdicts"), entry.player_id
+                )
+            if verdict is not None:
+                entry = judged(entry, *json.loads(verdict))
         data = json.dumps(entry.to_dict())
         member = f"{entry.player_id}:{entry.attempt}"
         with self._guard():
