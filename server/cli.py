@@ -33,6 +33,7 @@ NODE_FLAGS: dict[str, tuple[str, float] | tuple[str, float, float]] = {
     "max_write_buffer": ("BYTES", 1),
     "daily_flag_median_ms": ("MS", 0),
     "daily_flag_min_moves": ("N", 0),
+    "daily_ranked_per_address": ("N", 0),
     "race_retention_days": ("DAYS", 0),
     "deal_pool_size": ("N", 0),
     "solver_budget_s": ("S", 0.01),
