@@ -52,6 +52,10 @@ from ..protocol import (
 __all__ = ["Client", "ClientClosed", "ServerError"]
 
 RESUMABLE_CLOSE_CODES = frozenset({1001, 1006, 1011, 1012, 1013, 1014})
+#: Requests are spaced out by the interval the server's rate refusals show, times this.
+PACE_MARGIN = 1.1
+#: The longest interval between requests the refusals may set.
+MAX_PACE_S = 2.0
 
 
 class ServerError(Exception):
@@ -68,7 +72,22 @@ class ServerError(Exception):
 
 
 class ClientClosed(Exception):
-    """The client was closed, or could not resume in time."""
+    """The client was closed, the server closed the connection for good, or the client
+    could not resume in time. ``code`` and ``reason`` are the close frame's, when the
+    server sent one."""
+
+    def __init__(self, message: str, code: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+
+
+def _closed_by(code: int | None, reason: str) -> ClientClosed:
+    """The error of a connection the server closed for good (or that was lost)."""
+    if code is None or code == 1006:
+        return ClientClosed("the connection to the server was lost", code, reason)
+    said = f"{code} {reason}".strip()
+    return ClientClosed(f"closed by the server: {said}", code, reason)
 
 
 @dataclass
@@ -126,11 +145,17 @@ class Client:
         self._failure: BaseException | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._spectating: str | None = None
+        self._pace = 0.0
+        """Seconds between requests, learnt from the server's ``rate_limited`` refusals
+        (0 until the first)."""
+        self._next_send = 0.0
+        """The loop's time before which no request goes out."""
 
     # -- life cycle ----------------------------------------------------------------------
 
     async def connect(self) -> dict[str, Any]:
         """Open the connection and say hello; return the welcome."""
+        self._failure = None
         welcome = await self._open()
         self._reader = asyncio.ensure_future(self._read_loop())
         return welcome
@@ -189,6 +214,7 @@ class Client:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
+        self._connected.clear()
         self._fail_all(ClientClosed("the client was closed"))
         self._events.put_nowait(None)
 
@@ -220,14 +246,18 @@ class Client:
             try:
                 async for frame in ws:
                     self._on_frame(self._decode(frame))
-                code = ws.close_code
+                code, reason = ws.close_code, ws.close_reason or ""
             except ConnectionClosed as closed:
                 code = closed.rcvd.code if closed.rcvd else 1006
+                reason = closed.rcvd.reason if closed.rcvd else ""
             if self._closing:
                 return
             if not self.resume or (code is not None and code not in RESUMABLE_CLOSE_CODES):
-                self._fail_all(ClientClosed(f"the connection closed ({code})"))
-                self._events.put_nowait({"type": "closed", "code": code})
+                # Closed for good: every request waiting, and any asked from now on, fails
+                # at once with the server's code and reason.
+                self._connected.clear()
+                self._fail_all(_closed_by(code, reason))
+                self._events.put_nowait({"type": "closed", "code": code, "reason": reason})
                 self._events.put_nowait(None)
                 return
             self._connected.clear()
@@ -270,6 +300,7 @@ class Client:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             return True
+        self._connected.clear()
         self._fail_all(ClientClosed("could not resume the connection"))
         self._events.put_nowait({"type": "closed", "code": None})
         self._events.put_nowait(None)
@@ -355,25 +386,49 @@ class Client:
     # -- requests ------------------------------------------------------------------------
 
     async def request(self, request: Request) -> dict[str, Any]:
-        """Send a request and return its reply; raise ServerError on an error reply.
+        """Send a request and return its reply; raise ServerError on an error reply, and
+        ClientClosed without waiting when the connection is closed for good.
 
-        A request refused for the rate limit was not carried out: it is sent again after
-        a pause that doubles each time, until the request timeout.
+        A request refused for the rate limit was not carried out: it is sent again once
+        the server's ``retry_after`` has passed, and until then no other request of this
+        client goes out. From the first such refusal on, the client spaces its requests
+        out to the rate the refusals show, so that it is not refused again (the server
+        closes a connection refused too often).
         """
-        if self._failure is not None and self._closing:
-            raise ClientClosed("the client is closed")
         pause = 0.05
         async with asyncio.timeout(self.request_timeout):
             while True:
                 reply = await self._round_trip(request)
                 if reply.get("type") != "error" or reply.get("code") != "rate_limited":
                     break
-                # The server says when it would take it; wait at least that long.
-                await asyncio.sleep(max(pause, float(reply.get("retry_after") or 0)))
+                self._slow_down(float(reply.get("retry_after") or 0), pause)
                 pause = min(pause * 2, 2.0)
         if reply.get("type") == "error":
             raise ServerError(reply)
         return reply
+
+    def _slow_down(self, retry_after: float, pause: float) -> None:
+        """A request was refused for the rate: hold every request for ``retry_after`` (at
+        least ``pause``, for a server that says nothing), and space them out further.
+
+        A token bucket that refuses a request after one sent ``pace`` seconds before
+        lacks ``retry_after`` more seconds of refill: the two together, with a margin, are
+        at least the interval its rate allows.
+        """
+        now = asyncio.get_running_loop().time()
+        self._next_send = max(self._next_send, now + max(retry_after, pause))
+        self._pace = min(MAX_PACE_S, (self._pace + retry_after) * PACE_MARGIN)
+
+    async def _take_turn(self) -> None:
+        """Wait until a request may go out (see :meth:`_slow_down`), and take the turn."""
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            if now >= self._next_send:
+                break
+            await asyncio.sleep(self._next_send - now)
+        if self._pace:
+            self._next_send = now + self._pace
 
     @property
     def connected(self) -> bool:
@@ -395,10 +450,22 @@ class Client:
             }
         return None
 
+    def _check_open(self) -> None:
+        """Raise ClientClosed if the connection is closed for good."""
+        failure = self._failure
+        if failure is None:
+            return
+        if isinstance(failure, ClientClosed):
+            raise ClientClosed(str(failure), failure.code, failure.reason)
+        raise ClientClosed(f"the connection is closed: {failure}")
+
     async def _round_trip(self, request: Request) -> dict[str, Any]:
+        self._check_open()
         refused = self._refused_here(request)
         if refused is not None:
             return refused
+        await self._take_turn()
+        self._check_open()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = _Pending(request, future)
         if self._connected.is_set() and self._ws is not None:
