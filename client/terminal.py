@@ -13,8 +13,10 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from websockets.exceptions import WebSocketException
+
 from .connection import Client, ClientClosed, ServerError
-from .urls import room_link
+from .urls import room_link, unreachable
 
 __all__ = [
     "Console",
@@ -31,6 +33,8 @@ __all__ = [
 
 SUITS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
 RED, RESET = "\x1b[31m", "\x1b[0m"
+FACE_DOWN = " ▒▒ "
+"""A card a spectator is not shown yet (null in a delayed room's boards), as its back."""
 HELP = (
     "Type a number from the list, or a move such as t1-t3, t1-t3x2, w-f, d, rd;"
     " u undoes, 'resign' gives up, 'q' quits."
@@ -83,33 +87,42 @@ class StdConsole:
         sys.stdout.flush()
 
 
-def _card(name: str | None, color: bool) -> str:
+def _card(name: str | None, color: bool, *, face_down: bool = False) -> str:
+    """A card by rank and suit; an empty place (None) as dashes, or with ``face_down`` a
+    card withheld (None in a spectator's board) as its back."""
     if not name:
-        return " -- "
+        return FACE_DOWN if face_down else " -- "
     rank, suit = name[:-1], name[-1]
     text = f"{rank:>2}{SUITS.get(suit, suit)}"
     return f"{RED}{text}{RESET}" if color and suit in "DH" else text
 
 
 def render_view(view: dict[str, Any], *, color: bool = False) -> str:
-    """A player's (masked) board as lines of text: every pile labelled, bottom card first."""
+    """A player's (masked) board as lines of text: every pile labelled, bottom card first.
+
+    A spectator's board of a running ``delayed`` race may have None for a card not shown
+    yet (a tableau card, a foundation's or the reserve's top with cards under it, a waste
+    card): it is drawn as a card's back.
+    """
     lines = [
         f"{view['variant']}  banked {view['banked']}/52  moves {view['moves']}  status {view['status']}"
     ]
     found = "  ".join(
-        f"f{i + 1}:{_card(f['top'], color)}" for i, f in enumerate(view["foundations"])
+        f"f{i + 1}:{_card(f['top'], color, face_down=f['count'] > 0)}"
+        for i, f in enumerate(view["foundations"])
     )
     lines.append(f"foundations  {found}")
     if "reserve" in view:
         reserve = view["reserve"]
         waste = view["waste"]
-        visible = " ".join(_card(c, color) for c in waste["visible"]) or " -- "
+        visible = " ".join(_card(c, color, face_down=True) for c in waste["visible"]) or " -- "
+        top = _card(reserve["top"], color, face_down=reserve["count"] > 0)
         lines.append(
-            f"reserve ({reserve['count']:2}) {_card(reserve['top'], color)}   "
+            f"reserve ({reserve['count']:2}) {top}   "
             f"stock ({view['stock']['count']:2})   waste ({waste['count']:2}) {visible}"
         )
     for i, pile in enumerate(view["tableau"]):
-        cards = " ".join(_card(c, color) for c in pile) or " -- "
+        cards = " ".join(_card(c, color, face_down=True) for c in pile) or " -- "
         lines.append(f"t{i + 1}  {cards}")
     return "\n".join(lines)
 
@@ -197,8 +210,11 @@ def render_race(settings: dict[str, Any]) -> str:
 def render_results(event: dict[str, Any]) -> str:
     """The ranked results of a race, with the revealed seed."""
     if event.get("daily"):
-        ranked = "ranked" if event.get("attempt") == 1 else "not ranked"
-        head = f"daily {event['daily']}, attempt {event.get('attempt')}, {ranked}; seed shown after the day"
+        # Only a first attempt may be ranked, and whether it is the day's board says
+        # (a new account's is not): render_attempt.
+        attempt = event.get("attempt")
+        ranked = ", not ranked" if isinstance(attempt, int) and attempt > 1 else ""
+        head = f"daily {event['daily']}, attempt {attempt}{ranked}; seed shown after the day"
     else:
         head = f"seed {event['seed']}"
     lines = [f"results of race {event['race']} ({event['variant']}, {head}):"]
@@ -210,6 +226,50 @@ def render_results(event: dict[str, Any]) -> str:
     if event.get("par") is not None:
         lines.append(f"par {event['par']} moves: the solver's winning line")
     return "\n".join(lines)
+
+
+def attempt_entry(board: dict[str, Any], date: str, attempt: int) -> dict[str, Any] | None:
+    """The entry of this player's attempt ``attempt`` of ``date`` in a leaderboard's
+    history, if it has it (the results are recorded as the race ends)."""
+    for entry in board.get("history") or []:
+        if (
+            entry.get("date") == date
+            and entry.get("variant") == board.get("variant")
+            and entry.get("attempt") == attempt
+        ):
+            return dict(entry)
+    return None
+
+
+def render_attempt(board: dict[str, Any], entry: dict[str, Any]) -> str | None:
+    """Whether the daily attempt of ``entry`` (just played) is ranked, from the day's
+    board; None where the board's own lines say it already (render_board)."""
+    if entry.get("attempt") == 1 and _verdict(board) is not None:
+        return None
+    head = f"your attempt {entry.get('attempt')} of {entry.get('date')}"
+    if entry.get("ranked"):
+        return f"{head}: ranked"
+    if entry.get("unranked") == "later_attempt":
+        return f"{head}: not ranked (only your first attempt of the day can be)"
+    why = UNRANKED.get(entry.get("unranked") or "")
+    return f"{head}: not ranked" + (f": {why}" if why else "")
+
+
+async def daily_board(
+    client: Client, variant: str, date: str | None, attempt: int | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Today's leaderboard, and the entry of the attempt just played once the board has
+    it (asked again a few times: the results are recorded as the race ends)."""
+    board = await client.leaderboard(variant)
+    for _ in range(5):
+        if date is None or attempt is None:
+            break
+        entry = attempt_entry(board, date, attempt)
+        if entry is not None:
+            return board, entry
+        await asyncio.sleep(0.3)
+        board = await client.leaderboard(variant)
+    return board, None
 
 
 def replay_url(server_url: str, event: dict[str, Any]) -> str:
@@ -238,6 +298,7 @@ class _Session:
         self.ends_told = False  # a first-to-finish race's end was told
         self.gone = asyncio.Event()  # the connection is closed for good
         self.lost = False  # ... because the server went away (or put us out)
+        self.members_line: str | None = None  # who is in the room, as last shown
 
     def show_spectators(self, settings: dict[str, Any]) -> None:
         """Show the room's settings (who may watch, its deals and how its race ends), each
@@ -271,6 +332,16 @@ class _Session:
                 self.console.write(render_moves(view["legal"]))
         elif view["status"] == "stuck":
             self.console.write(STUCK_OVER)
+
+    def show_moves(self) -> None:
+        """The numbered legal moves of this player's game, as ``?`` asks."""
+        view = self.client.view
+        if not self.racing or view is None:
+            self.console.write("no race is running: no moves to list")
+        elif view["status"] == "playing" or (view["status"] == "stuck" and view.get("legal")):
+            self.console.write(render_moves(view.get("legal", [])))
+        else:
+            self.console.write(f"your game is over ({view['status']}): no moves to list")
 
     def game_goes_on(self) -> bool:
         """Whether this player's game of the running race is not over yet (a stuck game
@@ -380,7 +451,10 @@ class _Session:
                 f"{' ready' if m['ready'] else ''}{' spectating' if m['role'] == 'spectator' else ''}"
                 for m in event["members"]
             )
-            self.console.write(f"in the room: {who}")
+            # A resume (a server restart, say) brings the same list again: shown once.
+            if who != self.members_line:
+                self.members_line = who
+                self.console.write(f"in the room: {who}")
         elif kind == "countdown":
             self.console.write(f"the race starts in {event['seconds']} s")
         elif kind == "race_started":
@@ -396,7 +470,7 @@ class _Session:
             self.console.write(render_results(event))
             if not event.get("daily"):
                 self.console.write(f"replay: {replay_url(self.client.url, event)}")
-            self.console.write("type 'rematch' for a new deal, or 'q' to quit")
+                self.console.write("type 'rematch' for a new deal, or 'q' to quit")
             self.finished.set()
         elif kind == "resumed":
             if event.get("restarted"):
@@ -424,6 +498,8 @@ class _Session:
         try:
             if text == "help":
                 self.console.write(HELP)
+            elif text in ("?", "moves"):
+                self.show_moves()
             elif text == "ready":
                 await self.client.ready()
             elif text == "start":
@@ -525,8 +601,10 @@ async def play(
             room = await client.join(join)
         else:
             room = await client.create_room(variant, **(settings or {}))
-    except (ServerError, OSError) as error:
-        console.write(f"could not {'join' if join else 'create'} the room: {error}")
+    except (ServerError, ClientClosed, OSError, WebSocketException) as error:
+        console.write(
+            unreachable(url, error) or f"could not {'join' if join else 'create'} the room: {error}"
+        )
         _stale_login(console, error, token)
         await client.close()
         return 1
@@ -557,6 +635,9 @@ def render_board(board: dict[str, Any]) -> str:
     you = board.get("you")
     if you:
         lines.append(f"your rank: {you['rank']} of {board['count']}")
+    verdict = _verdict(board)
+    if verdict:
+        lines.append(verdict)
     streaks = board.get("streaks")
     if streaks:
         lines.append(
@@ -566,6 +647,37 @@ def render_board(board: dict[str, Any]) -> str:
     if board.get("seed") is not None:
         lines.append(f"seed: {board['seed']}")
     return "\n".join(lines)
+
+
+UNRANKED = {
+    "new_account": "a new account ranks from its second day (UTC)",
+    "address_limit": "enough accounts at your address (your network) rank this deal already",
+    "guest": "it was played as a guest",
+}
+"""Why a first attempt is not ranked, by the board's ``unranked`` reason."""
+
+
+def _verdict(board: dict[str, Any]) -> str | None:
+    """What the board says of your first attempt of its day, when it holds no place for a
+    reason other than being a later attempt: not ranked, or waiting for review."""
+    mine = [
+        e
+        for e in board.get("history", [])
+        if e["date"] == board["date"] and e["variant"] == board["variant"] and e["attempt"] == 1
+    ]
+    if not mine:
+        return None
+    first = mine[0]
+    if first.get("unranked") in UNRANKED:
+        return f"your attempt 1 is kept, not ranked: {UNRANKED[first['unranked']]}"
+    if first.get("ranked") and first.get("flag") and not first.get("kept"):
+        why = (
+            "another account at your address started this deal first"
+            if str(first["flag"]).startswith("address:")
+            else "its pace"
+        )
+        return f"your attempt 1 waits for an operator's review before it ranks: {why}"
+    return None
 
 
 def _british_canister(console: Console, variant: str) -> None:
@@ -594,18 +706,21 @@ async def daily(
     try:
         await client.connect()
         room = await client.daily(variant)
-    except (ServerError, OSError) as error:
-        console.write(f"could not start the daily deal: {error}")
+    except (ServerError, ClientClosed, OSError, WebSocketException) as error:
+        console.write(unreachable(url, error) or f"could not start the daily deal: {error}")
         _stale_login(console, error, token)
         await client.close()
         return 1
     settings = room["settings"]
-    ranked = "ranked" if settings["attempt"] == 1 else "not ranked: your ranked try was the first"
-    console.write(f"daily {variant} {settings['daily']}, attempt {settings['attempt']} ({ranked})")
+    # Whether a first attempt is ranked is known once it is over (a new account's is not).
+    attempt = settings["attempt"]
+    ranked = " (not ranked: only your first attempt of the day can be)" if attempt > 1 else ""
+    console.write(f"daily {variant} {settings['daily']}, attempt {attempt}{ranked}")
     console.write(f"{settings['time_limit'] // 60} minutes. {DAILY_HELP}")
     _british_canister(console, variant)
     session = _Session(client, console, color)
     session.settings = settings
+    session.racing = room.get("state") == "racing"
     session.show_board()
     pump = asyncio.ensure_future(session.pump())
     reader: asyncio.Task[str | None] | None = None
@@ -624,7 +739,11 @@ async def daily(
                     await client.resign()
                     await session.finished.wait()
                 break
-        console.write(render_board(await client.leaderboard(variant)))
+        board, entry = await daily_board(client, variant, settings["daily"], attempt)
+        console.write(render_board(board))
+        line = None if entry is None else render_attempt(board, entry)
+        if line is not None:
+            console.write(line)
     except (ClientClosed, ServerError) as error:
         console.write(f"disconnected: {error}")
         return 1
@@ -652,8 +771,8 @@ async def watch(
     try:
         await client.connect()
         room = await client.join(code, role="spectator")
-    except (ServerError, OSError) as error:
-        console.write(f"could not watch room {code}: {error}")
+    except (ServerError, ClientClosed, OSError, WebSocketException) as error:
+        console.write(unreachable(url, error) or f"could not watch room {code}: {error}")
         _stale_login(console, error, token)
         await client.close()
         return 1

@@ -33,13 +33,15 @@ from .terminal import (
     SPECTATORS_HELP,
     STUCK_OVER,
     _standing_order,
+    daily_board,
     ordinal,
+    render_attempt,
     render_board,
     render_race,
     render_results,
     render_spectators,
 )
-from .urls import room_link
+from .urls import room_link, why_unreachable
 
 __all__ = [
     "DAILY_HELP",
@@ -104,9 +106,18 @@ def play_help(undo: bool) -> str:
 # -- drawing -------------------------------------------------------------------------------
 
 
-def _card(name: str | None, color: bool, *, width: int = 3, top: bool = False) -> Text:
+FACE_DOWN = "▒▒"
+"""A card face down, as the stock is drawn (and a card a spectator is not shown yet)."""
+
+
+def _card(
+    name: str | None, color: bool, *, width: int = 3, top: bool = False, face_down: bool = False
+) -> Text:
     """A card as its rank and suit sign, right-aligned in ``width`` (red suits in red);
-    an empty place as dots."""
+    an empty place (None) as dots, or with ``face_down`` a card withheld (None in a
+    spectator's board) as its back."""
+    if not name and face_down:
+        return Text(f"{FACE_DOWN:>{width}}")
     if not name:
         return Text(f"{'··':>{width}}", style="dim")
     rank, suit = name[:-1], name[-1]
@@ -127,7 +138,8 @@ def _foundation_rule(view: dict[str, Any]) -> str:
 def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> Text:
     """A board (a player's masked view) drawn as it lies: foundations, then the reserve,
     stock and waste where the game has them, then the tableau in columns; every pile
-    labelled with its name in the move notation."""
+    labelled with its name in the move notation. A card a spectator's board withholds
+    (None in a running ``delayed`` race) is drawn face down."""
     text = Text()
     if title:
         text.append(f"{title}\n", style="bold reverse")
@@ -139,15 +151,16 @@ def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> 
     text.append("Foundations ", style="bold")
     for i, pile in enumerate(view["foundations"]):
         text.append(f" f{i + 1} ", style="dim")
-        text.append_text(_card(pile["top"], color))
+        text.append_text(_card(pile["top"], color, face_down=pile["count"] > 0))
         text.append(" ")
     text.append(f"\n             {_foundation_rule(view)}\n", style="dim")
     if "reserve" in view:
         reserve, stock, waste = view["reserve"], view["stock"], view["waste"]
         text.append("Reserve r   ", style="bold")
-        text.append_text(_card(reserve["top"], color))
         left = reserve["count"]
-        note = f"{left} left, the top one face up" if left else "empty"
+        text.append_text(_card(reserve["top"], color, face_down=left > 0))
+        shown = "face up" if reserve["top"] else "not shown yet"
+        note = f"{left} left, the top one {shown}" if left else "empty"
         text.append(f"   {note}\n", style="dim")
         text.append("Stock       ", style="bold")
         text.append(" ▒▒" if stock["count"] else " ··", style="" if stock["count"] else "dim")
@@ -160,7 +173,8 @@ def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> 
         for i, card in enumerate(visible):
             if i:
                 text.append(" ")
-            text.append_text(_card(card, color, top=i == len(visible) - 1 and len(visible) > 1))
+            last = i == len(visible) - 1 and len(visible) > 1
+            text.append_text(_card(card, color, top=last, face_down=True))
         count = waste["count"]
         note = f"{count} in all, the last one shown plays" if count else "empty"
         text.append(f"   {note}\n", style="dim")
@@ -174,7 +188,7 @@ def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> 
     for row in range(max(depth, 1)):
         for pile in piles:
             if row < len(pile):
-                text.append_text(_card(pile[row], color, width=4))
+                text.append_text(_card(pile[row], color, width=4, face_down=True))
             elif row == 0:
                 text.append_text(_card(None, color, width=4))
             else:
@@ -307,6 +321,8 @@ class RaceApp(App[int]):
         self._leaving = False
         self._over = asyncio.Event()
         self._closed_code: int | None = None
+        self.ranked: bool | None = None
+        """Whether the daily attempt is ranked, once the day's board says."""
         self._ui_ready = False
         self._quit_asked = False
 
@@ -392,8 +408,9 @@ class RaceApp(App[int]):
             "daily": "start the daily deal",
             "play": f"join room {self.join}" if self.join else "create the room",
         }[self.mode]
-        if isinstance(error, OSError | WebSocketException | TimeoutError):
-            lines = [f"Could not reach the server at {self.url} to {what}: {error}"]
+        why = why_unreachable(self.url, error)
+        if why is not None:
+            lines = [f"Could not reach the server at {self.url} to {what}: {why}."]
         else:
             lines = [f"Could not {what}: {error}"]
         if self.token is not None and isinstance(error, ServerError) and error.code == "bad_token":
@@ -423,12 +440,17 @@ class RaceApp(App[int]):
             self.say(WATCH_HELP)
         elif self.mode == "daily":
             settings = room["settings"]
+            # Whether a first attempt is ranked is known once it is over (a new
+            # account's is not): the results say.
+            attempt = settings.get("attempt")
             ranked = (
-                "ranked" if settings.get("attempt") == 1 else "not ranked: your first was ranked"
+                " (not ranked: only your first attempt of the day can be)"
+                if isinstance(attempt, int) and attempt > 1
+                else ""
             )
             self.say(
-                f"Daily {variant} {settings.get('daily')}, attempt {settings.get('attempt')} "
-                f"({ranked}); {settings['time_limit'] // 60} minutes."
+                f"Daily {variant} {settings.get('daily')}, attempt {attempt}{ranked}; "
+                f"{settings['time_limit'] // 60} minutes."
             )
             self.say(DAILY_HELP)
         else:
@@ -660,7 +682,14 @@ class RaceApp(App[int]):
 
     async def _fetch_leaderboard(self) -> None:
         with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
-            self.leaderboard = render_board(await self.client.leaderboard(self.variant))
+            date, attempt = self.settings.get("daily"), self.settings.get("attempt")
+            board, entry = await daily_board(self.client, self.variant, date, attempt)
+            self.leaderboard = render_board(board)
+            if entry is not None:
+                self.ranked = bool(entry.get("ranked"))
+                line = render_attempt(board, entry)
+                if line is not None:
+                    self.leaderboard += "\n" + line
             self._draw()
 
     # -- drawing -------------------------------------------------------------------------
@@ -695,8 +724,11 @@ class RaceApp(App[int]):
             title.append(f"  daily {variant} {self.settings.get('daily', '')}")
             attempt = self.settings.get("attempt")
             if attempt is not None:
-                ranked = "ranked" if attempt == 1 else "not ranked"
-                title.append(f", attempt {attempt} ({ranked})")
+                title.append(f", attempt {attempt}")
+                # Whether a first attempt is ranked is the board's to say, once it is over.
+                ranked = False if isinstance(attempt, int) and attempt > 1 else self.ranked
+                if ranked is not None:
+                    title.append(" (ranked)" if ranked else " (not ranked)")
         elif self.code:
             title.append(f"  room {self.code}  {variant}")
         if self.client.name:

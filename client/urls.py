@@ -8,11 +8,22 @@ code. A bare ``HOST:PORT`` is the server at ``ws://HOST:PORT/``.
 
 from __future__ import annotations
 
+import errno
 import re
+import socket
 import urllib.parse
 from dataclasses import dataclass
 
-__all__ = ["BadServerUrl", "ServerUrl", "parse_server_url", "room_link"]
+from websockets.exceptions import InvalidHandshake, InvalidStatus, WebSocketException
+
+__all__ = [
+    "BadServerUrl",
+    "ServerUrl",
+    "parse_server_url",
+    "room_link",
+    "unreachable",
+    "why_unreachable",
+]
 
 _SCHEMES = {"ws": "ws", "wss": "wss", "http": "ws", "https": "wss"}
 _ROOM_PATH = re.compile(r"^/r/([A-Za-z0-9]+)/?$")
@@ -75,3 +86,39 @@ def room_link(ws_url: str, code: str) -> str:
     scheme = "https" if parts.scheme.lower() in ("wss", "https") else "http"
     netloc = parts.netloc.rsplit("@", 1)[-1]
     return f"{scheme}://{netloc}/r/{code}"
+
+
+def unreachable(url: str, error: BaseException) -> str | None:
+    """Why the server at ``url`` could not be reached, in plain words ("could not reach the
+    server at ws://HOST:PORT/: connection refused"); None for an error that is not about
+    reaching it (a refusal by the server, say)."""
+    why = why_unreachable(url, error)
+    return None if why is None else f"could not reach the server at {url}: {why}"
+
+
+def why_unreachable(url: str, error: BaseException) -> str | None:
+    """Why the server at ``url`` could not be reached ("connection refused", "no such host
+    (HOST)"); None for an error that is not about reaching it."""
+    if isinstance(error, socket.gaierror):
+        host = urllib.parse.urlsplit(url).hostname or url
+        return f"no such host ({host})"
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, TimeoutError):
+        return "it did not answer in time"
+    if isinstance(error, InvalidStatus):
+        return (
+            f"it answered HTTP {error.response.status_code}: is it a solrace server? "
+            "(give the server's address, or the page's)"
+        )
+    if isinstance(error, InvalidHandshake):
+        return "it did not answer as a solrace server"
+    if isinstance(error, WebSocketException):
+        return "the connection failed"
+    if isinstance(error, OSError):
+        if error.errno == errno.ECONNREFUSED or "Connect call failed" in str(error):
+            return "connection refused"  # every address of the host refused it
+        if error.errno == errno.ENETUNREACH:
+            return "network unreachable"
+        return error.strerror or str(error)
+    return None

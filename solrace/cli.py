@@ -69,11 +69,54 @@ def _take_trailing(
     getattr(args, dest).extend(extras)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    parser = build_parser()
+def _intermixed(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]
+) -> argparse.Namespace | None:
+    """The command's arguments parsed again with its options anywhere among its
+    positionals (``daily rainbow-canfield --plain URL``), or None if that does not take
+    them all either.
+
+    argparse fills positionals from the words before an option, so a positional after one
+    is left over; ``parse_known_intermixed_args`` reads the options first, then the
+    positionals.
+    """
+    words = list(argv)
+    command = args.command
+    if command not in words:
+        return None
+    sub = _subparser(parser, command)
+    if sub is None:
+        return None
     try:
-        args, extras = parser.parse_known_args(argv)
+        again, extras = sub.parse_known_intermixed_args(words[words.index(command) + 1 :])
+    except TypeError:  # a command with subcommands of its own: not intermixed
+        return None
+    if extras:
+        return None
+    return argparse.Namespace(**{**vars(args), **vars(again)})
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(command)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    A command's options may come anywhere among its words, between its positionals too.
+    """
+    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extras = parser.parse_known_args(words)
+        if extras and getattr(args, "trailing", None) is None:
+            again = _intermixed(parser, args, words)
+            if again is not None:
+                args, extras = again, []
         if extras:
             _take_trailing(parser, args, extras)
     except SystemExit as exit_:

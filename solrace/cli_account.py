@@ -9,6 +9,10 @@ working (every device is logged out). ``account password`` changes the password 
 other device is logged out; the token kept here is replaced by the fresh one), and
 ``account delete`` deletes the account (its board entries are anonymised) and forgets
 its token.
+
+Wherever a server URL goes, the page's address is taken too (``http://HOST:PORT/``, as
+``solrace play`` takes it): the login is kept under the server's websocket URL, where
+``play``, ``daily`` and ``watch`` look it up.
 """
 
 from __future__ import annotations
@@ -20,12 +24,20 @@ import os
 import sys
 from typing import Any
 
+from websockets.exceptions import WebSocketException
+
 from .client import Client, ClientClosed, ServerError
 from .client.logins import forget_login, store_login, stored_login
+from .client.urls import BadServerUrl, parse_server_url, unreachable
 
 __all__ = ["register"]
 
 DEFAULT_URL = os.environ.get("SOLRACE_URL", "ws://127.0.0.1:8765/")
+URL_HELP = (
+    f"server URL: ws://HOST:PORT/, or the page's address http(s)://HOST:PORT/ ({DEFAULT_URL})"
+)
+#: What a command with a server fails with: refused by the server, or not reaching it.
+FAILURES = (ServerError, ClientClosed, OSError, WebSocketException)
 
 
 def register(subparsers: Any) -> None:
@@ -33,7 +45,7 @@ def register(subparsers: Any) -> None:
     login: argparse.ArgumentParser = subparsers.add_parser(
         "login", help="log in to an account on a server and keep its token"
     )
-    login.add_argument("--url", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+    login.add_argument("--url", default=DEFAULT_URL, help=URL_HELP)
     login.add_argument(
         "--name", default=None, help="the account's name (your login name by default)"
     )
@@ -47,7 +59,7 @@ def register(subparsers: Any) -> None:
     logout: argparse.ArgumentParser = subparsers.add_parser(
         "logout", help="forget the account's token kept for a server"
     )
-    logout.add_argument("--url", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+    logout.add_argument("--url", default=DEFAULT_URL, help=URL_HELP)
     logout.add_argument(
         "--everywhere",
         action="store_true",
@@ -65,7 +77,7 @@ def register(subparsers: Any) -> None:
         "delete", help="delete the account; its board entries are anonymised"
     )
     for action, func in ((password, _change_password), (delete, _delete)):
-        action.add_argument("--url", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
+        action.add_argument("--url", default=DEFAULT_URL, help=URL_HELP)
         action.add_argument(
             "--password-stdin",
             action="store_true",
@@ -75,6 +87,21 @@ def register(subparsers: Any) -> None:
     delete.add_argument("--yes", action="store_true", help="do not ask to confirm (for scripts)")
 
 
+def _server(args: argparse.Namespace, command: str) -> str | None:
+    """The websocket URL of the command's ``--url`` (a page's address is taken too), or
+    None, said on standard error, when it cannot be read."""
+    try:
+        return parse_server_url(args.url).ws
+    except BadServerUrl as error:
+        print(f"solrace {command}: {error}", file=sys.stderr)
+        return None
+
+
+def _failed(command: str, url: str, error: BaseException) -> int:
+    print(f"solrace {command}: {unreachable(url, error) or error}", file=sys.stderr)
+    return 1
+
+
 def _password(args: argparse.Namespace, prompt: str) -> str:
     if args.password_stdin:
         return sys.stdin.readline().rstrip("\r\n")
@@ -82,18 +109,20 @@ def _password(args: argparse.Namespace, prompt: str) -> str:
 
 
 def _login(args: argparse.Namespace) -> int:
+    url = _server(args, "login")
+    if url is None:
+        return 2
     name = args.name or getpass.getuser()
     password = _password(args, f"password of {name} at {args.url}: ")
     if args.new and not args.password_stdin and getpass.getpass("again: ") != password:
         print("solrace login: the passwords differ", file=sys.stderr)
         return 1
     try:
-        client = asyncio.run(_log_in(args.url, name, password, new=args.new))
-    except (ServerError, ClientClosed, OSError) as error:
-        print(f"solrace login: {error}", file=sys.stderr)
-        return 1
+        client = asyncio.run(_log_in(url, name, password, new=args.new))
+    except FAILURES as error:
+        return _failed("login", url, error)
     assert client.token is not None
-    path = store_login(args.url, client.token, client.name or name)
+    path = store_login(url, client.token, client.name or name)
     made = "made the account" if args.new else "logged in as"
     print(f"{made} {client.name} at {args.url} (token kept in {path})")
     return 0
@@ -112,17 +141,19 @@ async def _log_in(url: str, name: str, password: str, *, new: bool) -> Client:
 
 
 def _logout(args: argparse.Namespace) -> int:
-    login = stored_login(args.url)
+    url = _server(args, "logout")
+    if url is None:
+        return 2
+    login = stored_login(url)
     if login is None:
         print(f"no login kept for {args.url}")
         return 1
     if args.everywhere:
         try:
-            asyncio.run(_revoke(args.url, login["token"]))
-        except (ServerError, ClientClosed, OSError) as error:
-            print(f"solrace logout: {error}", file=sys.stderr)
-            return 1
-    forget_login(args.url)
+            asyncio.run(_revoke(url, login["token"]))
+        except FAILURES as error:
+            return _failed("logout", url, error)
+    forget_login(url)
     everywhere = " (every device logged out)" if args.everywhere else ""
     print(f"logged out of {login['account']} at {args.url}{everywhere}")
     return 0
@@ -133,8 +164,8 @@ async def _revoke(url: str, token: str) -> None:
         await client.revoke_tokens()
 
 
-def _kept_login(args: argparse.Namespace, command: str) -> dict[str, str] | None:
-    login = stored_login(args.url)
+def _kept_login(args: argparse.Namespace, url: str, command: str) -> dict[str, str] | None:
+    login = stored_login(url)
     if login is None:
         print(
             f"solrace account {command}: not logged in at {args.url} (solrace login first)",
@@ -144,7 +175,10 @@ def _kept_login(args: argparse.Namespace, command: str) -> dict[str, str] | None
 
 
 def _change_password(args: argparse.Namespace) -> int:
-    login = _kept_login(args, "password")
+    url = _server(args, "account password")
+    if url is None:
+        return 2
+    login = _kept_login(args, url, "password")
     if login is None:
         return 1
     old = _password(args, f"current password of {login['account']}: ")
@@ -153,17 +187,19 @@ def _change_password(args: argparse.Namespace) -> int:
         print("solrace account password: the passwords differ", file=sys.stderr)
         return 1
     try:
-        reply = asyncio.run(_with_account(args.url, login["token"], "change", old, new))
-    except (ServerError, ClientClosed, OSError) as error:
-        print(f"solrace account password: {error}", file=sys.stderr)
-        return 1
-    store_login(args.url, reply["token"], login["account"])
+        reply = asyncio.run(_with_account(url, login["token"], "change", old, new))
+    except FAILURES as error:
+        return _failed("account password", url, error)
+    store_login(url, reply["token"], login["account"])
     print(f"changed the password of {login['account']} (every other device is logged out)")
     return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
-    login = _kept_login(args, "delete")
+    url = _server(args, "account delete")
+    if url is None:
+        return 2
+    login = _kept_login(args, url, "delete")
     if login is None:
         return 1
     name = login["account"]
@@ -174,11 +210,10 @@ def _delete(args: argparse.Namespace) -> int:
             return 1
     password = _password(args, f"password of {name}: ")
     try:
-        asyncio.run(_with_account(args.url, login["token"], "delete", password))
-    except (ServerError, ClientClosed, OSError) as error:
-        print(f"solrace account delete: {error}", file=sys.stderr)
-        return 1
-    forget_login(args.url)
+        asyncio.run(_with_account(url, login["token"], "delete", password))
+    except FAILURES as error:
+        return _failed("account delete", url, error)
+    forget_login(url)
     print(f"deleted the account {name} at {args.url}")
     return 0
 

@@ -38,20 +38,27 @@ def register(subparsers: Any) -> None:
     """Add the ``verify`` command."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "verify",
-        help="check exported daily entries offline: commitment, deal, moves, score",
+        help="check a race file or a daily export offline: the deal, every move, the results",
         description=(
-            "Check each entry of a daily export (solrace leaderboard export, CSV or JSON) "
-            "after the day's seed is revealed: the commitment, the deal from the seed, every "
-            "move replayed, and the status, cards banked, moves, times and ranks recorded."
+            "Check a race file (solrace race export): the deal from its seed, every move "
+            "replayed, and the results recorded. Or check each "
+            "entry of a daily export (solrace leaderboard export, CSV or JSON) after the "
+            "day's seed is revealed: the commitment, the deal from the seed, every move "
+            "replayed, and the status, cards banked, moves, times and ranks recorded."
         ),
     )
-    parser.add_argument("file", metavar="FILE", help="the export (- reads standard input)")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="the race file or the daily export (- reads standard input)",
+    )
     parser.add_argument(
         "--commitment",
         action="append",
         default=[],
         metavar="HEX",
-        help="a commitment published at the start of the day; each entry's must be one given",
+        help="a daily export's: a commitment published at the start of the day; each "
+        "entry's must be one given",
     )
     parser.set_defaults(func=_main)
 

@@ -154,7 +154,7 @@ function dailyFromUrl() {
     board: null,
     best: null,
     loads: 0, // answers to older loads are dropped
-    outcome: null, // the last attempt: {date, variant, attempt, ranked, unranked, result, rank, count}
+    outcome: null, // the last attempt: {date, variant, attempt, ranked, unranked, held, flag, result, rank, count}
     needsAccount: false, // the server answered account_required: a guest does not play it
   };
 }
@@ -370,7 +370,8 @@ async function connect(hello) {
       showScreen("name-screen");
       return;
     }
-    if (error.code === "bad_name") {
+    if (error.code === "bad_name" || error.code === "name_taken") {
+      // name_taken: an account has the name (a guest picks another, or logs in).
       showError(error);
       showScreen("name-screen");
       return;
@@ -1170,9 +1171,10 @@ function renderRoom() {
   ready.classList.toggle("on", Boolean(me?.ready));
   $("start").hidden = room.host !== state.me.player_id;
   const players = room.members.filter((m) => m.role === "player").length;
-  $("room-hint").textContent = isSpectator()
-    ? "You are watching: the boards appear when the race starts."
-    : `The host starts the race, or it starts when every player is ready (${players} player${players === 1 ? "" : "s"} here).`;
+  let hint = `The host starts the race, or it starts when every player is ready (${players} players here).`;
+  if (isSpectator()) hint = "You are watching: the boards appear when the race starts.";
+  else if (players < 2) hint = "The host starts the race. With two players or more, it also starts when every player is ready.";
+  $("room-hint").textContent = hint;
   const last = $("last-results");
   last.hidden = !state.lastResults;
   if (state.lastResults) {
@@ -1340,14 +1342,19 @@ function renderRace() {
   const dailyLabel = $("race-daily");
   dailyLabel.hidden = !daily;
   if (daily) {
+    // Whether a first attempt is ranked is known once the day's board has it (a new
+    // account's is not, say): until then the label claims nothing.
     const { attempt } = room.settings;
-    dailyLabel.replaceChildren(
-      "daily deal of ",
-      nowrap(room.settings.daily),
-      ` · attempt ${attempt}, ${attempt === 1 ? "ranked" : "not ranked"}`,
-    );
+    const ranked = attemptRanked(room.settings);
+    let verdict = "";
+    if (ranked === true) verdict = ", ranked";
+    if (ranked === false) {
+      const why = UNRANKED_SHORT[state.daily.outcome?.unranked];
+      verdict = `, not ranked${why && attempt === 1 ? ` (${why})` : ""}`;
+    }
+    dailyLabel.replaceChildren("daily deal of ", nowrap(room.settings.daily), ` · attempt ${attempt}${verdict}`);
     dailyLabel.dataset.attempt = String(attempt);
-    dailyLabel.dataset.ranked = String(attempt === 1);
+    dailyLabel.dataset.ranked = ranked === null ? "" : String(ranked);
   }
   $("time-limit-label").textContent = formatTime((state.timeLimit || room.settings.time_limit) * 1000);
   const raceSpectators = $("race-spectators");
@@ -1657,6 +1664,38 @@ async function loadDaily() {
   if (!state.room) render();
 }
 
+// Why an attempt is not ranked, in a few words (the race's label).
+const UNRANKED_SHORT = {
+  new_account: "new account",
+  address_limit: "your network's limit",
+  guest: "guest",
+};
+
+// Whether the daily attempt of `settings` is ranked: true or false once the day's board
+// says (a later attempt never is), null while it is not known.
+function attemptRanked(settings) {
+  if (settings.attempt > 1) return false;
+  const outcome = state.daily.outcome;
+  const same = outcome && outcome.date === settings.daily && outcome.variant === settings.variant && outcome.attempt === settings.attempt;
+  return same ? outcome.ranked : null;
+}
+
+// The day's board of a daily attempt just over, with the attempt's entry in its history:
+// the results are recorded as the race ends, so the board may not have it at once.
+async function boardWithAttempt(outcome) {
+  let board = null;
+  for (let tries = 0; tries < 5; tries += 1) {
+    const reply = await request("get_leaderboard", { variant: outcome.variant, date: outcome.date, limit: state.daily.top });
+    board = reply.board;
+    const entry = (board.history || []).find(
+      (h) => h.date === outcome.date && h.variant === outcome.variant && h.attempt === outcome.attempt,
+    );
+    if (entry || state.daily.outcome !== outcome) return { board, entry };
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  return { board, entry: null };
+}
+
 // A daily attempt is over: note how it went, then find its place on the day's board.
 async function dailyFinished(settings, results) {
   const me = results.find((r) => r.player_id === state.me?.player_id);
@@ -1664,8 +1703,11 @@ async function dailyFinished(settings, results) {
     date: settings.daily,
     variant: settings.variant,
     attempt: settings.attempt,
-    ranked: settings.attempt === 1,
+    // A first attempt's rank is the server's to say (a new account's is not ranked).
+    ranked: settings.attempt === 1 ? null : false,
     unranked: settings.attempt === 1 ? null : "later_attempt",
+    held: false,
+    flag: null,
     result: me || null,
     rank: null,
     count: null,
@@ -1674,16 +1716,14 @@ async function dailyFinished(settings, results) {
   state.daily.variant = settings.variant;
   state.daily.date = null;
   try {
-    const reply = await request("get_leaderboard", { variant: settings.variant, date: settings.daily, limit: state.daily.top });
-    const board = reply.board;
+    const { board, entry } = await boardWithAttempt(outcome);
     if (state.daily.outcome !== outcome) return;
     // The attempt as the board keeps it: a new account's first one is not ranked yet.
-    const entry = (board.history || []).find(
-      (h) => h.date === outcome.date && h.variant === outcome.variant && h.attempt === outcome.attempt,
-    );
     if (entry) {
       outcome.ranked = Boolean(entry.ranked);
       outcome.unranked = entry.unranked || null;
+      outcome.held = Boolean(entry.ranked && entry.flag && !entry.kept);
+      outcome.flag = entry.flag || null;
     }
     outcome.rank = outcome.ranked && board.you ? board.you.rank : null;
     outcome.count = board.count;
@@ -1699,8 +1739,20 @@ function outcomeText(outcome) {
   const head = r
     ? `${r.status === "won" ? "You won" : `You ${statusWord(r.status)}`}: ${r.banked}/52 banked, ${r.moves} move${r.moves === 1 ? "" : "s"}, ${formatTenths(r.time_ms)}.`
     : "Your attempt is over.";
+  if (outcome.ranked === null) {
+    return [head, ["Whether it is ranked shows once the day's board has it."]];
+  }
   if (!outcome.ranked && outcome.unranked === "new_account") {
     return [head, ["Not ranked: a new account's attempts are ranked from its second day (UTC). It is kept in your history."]];
+  }
+  if (!outcome.ranked && outcome.unranked === "address_limit") {
+    return [head, ["Not ranked: enough accounts on your network (your address) have a ranked attempt at today's deal already. It is kept in your history."]];
+  }
+  if (outcome.ranked && outcome.held) {
+    const why = String(outcome.flag || "").startsWith("address:")
+      ? "another account on your network (your address) started today's deal before you"
+      : "it was played faster than people play";
+    return [head, [`Ranked once reviewed: ${why}, so an operator looks at it before it takes its place on the board. It is kept in your history.`]];
   }
   if (!outcome.ranked && outcome.attempt === 1) {
     return [head, ["Not ranked: this attempt is kept in your history, off the board."]];
@@ -1723,7 +1775,7 @@ function nowrap(text) {
 
 function fillOutcome(node, outcome) {
   const [head, verdict] = outcomeText(outcome);
-  node.dataset.ranked = String(outcome.ranked);
+  node.dataset.ranked = outcome.ranked === null ? "" : String(outcome.ranked);
   node.dataset.attempt = String(outcome.attempt);
   node.dataset.rank = outcome.rank === null ? "" : String(outcome.rank);
   const first = document.createElement("div");
@@ -1733,7 +1785,7 @@ function fillOutcome(node, outcome) {
   second.dataset.testid = "daily-verdict";
   second.append(...verdict);
   node.replaceChildren(first, second);
-  node.classList.toggle("ranked", outcome.ranked);
+  node.classList.toggle("ranked", outcome.ranked === true);
 }
 
 function cells(row, texts) {
@@ -1798,6 +1850,22 @@ function fillSeedLine(line, board) {
   line.replaceChildren(...parts);
 }
 
+// What the board says of today's attempts of a player who has none on it.
+function unrankedToday(board, today, variant) {
+  const todays = (board.history || []).filter((h) => h.date === today && h.variant === variant);
+  const ranked = todays.find((h) => h.ranked);
+  if (ranked && ranked.flag && !ranked.kept) return "Your ranked attempt waits for an operator's review before it takes its place on the board.";
+  if (ranked) return "Your ranked attempt is still being recorded.";
+  const first = todays.find((h) => h.attempt === 1) || todays[0];
+  if (first?.unranked === "new_account") {
+    return "Your attempt today is not ranked: a new account's attempts are ranked from its second day (UTC). It is kept in your history.";
+  }
+  if (first?.unranked === "address_limit") {
+    return "Your attempt today is not ranked: enough accounts on your network (your address) have a ranked attempt at today's deal already.";
+  }
+  return "Your attempts today are not ranked. They are kept in your history.";
+}
+
 function renderDaily() {
   const daily = state.daily;
   const board = daily.board;
@@ -1855,9 +1923,7 @@ function renderDaily() {
   } else if (board.you) {
     you.textContent = `Your rank: #${board.you.rank} of ${board.count}`;
   } else if (board.date === today) {
-    you.textContent = played
-      ? "Your ranked attempt is still being recorded."
-      : `You have not played today's ${shortVariant(daily.variant)} deal yet.`;
+    you.textContent = played ? unrankedToday(board, today, daily.variant) : `You have not played today's ${shortVariant(daily.variant)} deal yet.`;
   } else {
     you.textContent = "You did not play this deal.";
   }

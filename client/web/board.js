@@ -67,6 +67,23 @@ function backElement() {
   return el("div", "card back", { "aria-hidden": "true" });
 }
 
+// A card a spectator is not shown yet: null in a delayed room's boards while the race
+// runs, until every player still racing has had it face up (docs/protocol.md, boards).
+const FACE_DOWN = "a card face down";
+
+function faceDownElement() {
+  return el("div", "card back face-down", { role: "img", "aria-label": FACE_DOWN, "data-face-down": "1" });
+}
+
+// The card `name` drawn face up, or its back where the name is withheld (null).
+function shownCard(name) {
+  return name ? cardElement(name) : faceDownElement();
+}
+
+function titleOf(name) {
+  return name ? cardTitle(name) : FACE_DOWN;
+}
+
 function badge(text, testid) {
   const node = el("span", "badge", { "data-testid": testid, "aria-hidden": "true" });
   node.textContent = String(text);
@@ -141,12 +158,12 @@ export function drawBoard(view) {
   view.foundations.forEach((f, i) => {
     let label = null;
     if (i === 0) label = wraps ? `Foundations · from ${rankWord(view.base_rank)}` : "Foundations · Ace to King";
-    const name = f.top
-      ? `Foundation ${i + 1}: ${cardTitle(f.top)} on top, ${count(f.count)}`
+    const name = f.top || f.count > 0
+      ? `Foundation ${i + 1}: ${titleOf(f.top)} on top, ${count(f.count)}`
       : `Foundation ${i + 1}: empty, starts with ${starts}`;
     const pile = pileElement(`f${i + 1}`, "foundation", label, name);
-    if (f.top) {
-      const card = cardElement(f.top);
+    if (f.top || f.count > 0) {
+      const card = shownCard(f.top);
       card.dataset.top = "1";
       pile.append(card, badge(f.count, `count-f${i + 1}`));
     } else {
@@ -177,7 +194,7 @@ export function drawBoard(view) {
     s.style.gridRow = "1";
 
     const visible = view.waste.visible;
-    const wasteTop = visible.length ? cardTitle(visible[visible.length - 1]) : null;
+    const wasteTop = visible.length ? titleOf(visible[visible.length - 1]) : null;
     const w = pileElement(
       "w",
       "waste",
@@ -185,7 +202,7 @@ export function drawBoard(view) {
       view.waste.count ? `Waste: ${count(view.waste.count)}, ${wasteTop} on top` : "Waste: empty",
     );
     visible.forEach((name, i) => {
-      const card = cardElement(name);
+      const card = shownCard(name);
       card.style.left = `calc(var(--wfan) * ${i})`;
       if (i === visible.length - 1) card.dataset.top = "1";
       w.append(card);
@@ -203,11 +220,11 @@ export function drawBoard(view) {
       "r",
       "reserve",
       "Reserve",
-      view.reserve.count ? `Reserve: ${count(view.reserve.count)}, ${cardTitle(view.reserve.top)} on top` : "Reserve: empty",
+      view.reserve.count ? `Reserve: ${count(view.reserve.count)}, ${titleOf(view.reserve.top)} on top` : "Reserve: empty",
     );
     if (view.reserve.count > 0) {
       if (view.reserve.count > 1) r.append(backElement());
-      const card = cardElement(view.reserve.top);
+      const card = shownCard(view.reserve.top);
       card.dataset.top = "1";
       r.append(card, badge(view.reserve.count, "count-r"));
     } else {
@@ -220,12 +237,12 @@ export function drawBoard(view) {
 
   let longest = 1;
   view.tableau.forEach((cards, i) => {
-    const top = cards.length ? `, ${cardTitle(cards[cards.length - 1])} on top` : "";
+    const top = cards.length ? `, ${titleOf(cards[cards.length - 1])} on top` : "";
     const name = cards.length ? `Pile ${i + 1} of the tableau: ${count(cards.length)}${top}` : `Pile ${i + 1} of the tableau: empty`;
     const pile = pileElement(`t${i + 1}`, "tableau", i === 0 ? "Tableau" : null, name);
     if (!cards.length) pile.append(slot("", `Empty pile ${i + 1}`));
     cards.forEach((cardName, j) => {
-      const card = cardElement(cardName);
+      const card = shownCard(cardName);
       card.dataset.index = String(j);
       card.style.top = `calc(var(--fan) * ${j})`;
       if (j === cards.length - 1) card.dataset.top = "1";

@@ -53,16 +53,19 @@ async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServ
     task = asyncio.ensure_future(
         daily(server.url, console, name="tess", token=token, variant="rainbow-canfield")
     )
-    await console.shows(r"^daily rainbow-canfield \d{4}-\d\d-\d\d, attempt 1 \(ranked\)")
+    # Whether a first attempt is ranked is the board's to say once it is over.
+    await console.shows(r"^daily rainbow-canfield \d{4}-\d\d-\d\d, attempt 1$")
     await console.shows(r"moves: 1\) ")
     console.type("d")
     await console.shows(r"^played d")
     console.type("q")  # quitting an attempt resigns it
     await console.shows(
-        r"results of race 1 \(rainbow-canfield, daily [\d-]+, attempt 1, ranked; seed shown after"
+        r"results of race 1 \(rainbow-canfield, daily [\d-]+, attempt 1; seed shown after"
     )
     await console.shows(r"^\s+1\. tess\s+resigned")
     await console.shows(r"^your rank: 1 of 1")
+    await console.shows(r"^your attempt 1 of [\d-]+: ranked$")
+    assert not any("rematch" in line.replace("no rematch", "") for line in console.screen)
     assert await asyncio.wait_for(task, TIMEOUT) == 0
 
 

@@ -356,8 +356,8 @@ async def test_the_daily_help_matches_the_daily(start_server: ServerFactory) -> 
     )
     async with app.run_test(size=SIZE) as pilot:
         await shows(
-            pilot, "#title", r"daily rainbow-canfield \d{4}-\d\d-\d\d, attempt 1 \(ranked\)"
-        )
+            pilot, "#title", r"daily rainbow-canfield \d{4}-\d\d-\d\d, attempt 1  you are dana"
+        )  # whether a first attempt is ranked is the board's to say, once it is over
         await shows(pilot, "log", re.escape(DAILY_HELP[:60]))
         for rule in ("no undo", "one ranked attempt", "no rematch"):
             assert rule in DAILY_HELP
@@ -377,7 +377,8 @@ async def test_the_daily_help_matches_the_daily(start_server: ServerFactory) -> 
         assert await exits(pilot) == 0
     kept = "\n".join(app.farewell)
     assert "You resigned." in kept
-    assert re.search(r"daily [\d-]+, attempt 1, ranked", kept)
+    assert re.search(r"daily [\d-]+, attempt 1; seed shown", kept)
+    assert re.search(r"your attempt 1 of [\d-]+: ranked", kept)
     assert "your rank: 1 of 1" in kept
 
 

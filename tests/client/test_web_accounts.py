@@ -123,13 +123,16 @@ async def test_claim_a_name_log_in_elsewhere_and_play_the_daily_as_the_account(
     assert await server.node.backend.account_named(name_keys("Alma")) == alma_id
     assert (await stored(alma))["account"] == "Alma"
 
-    # A look-alike of the name is an account's already.
+    # A look-alike of the name is an account's already: no guest plays under it.
     imposter = await pages.open()
-    await enter_name(imposter, "ALMA")
-    await fill_claim(imposter, PASSWORD)
-    await expect(imposter.locator(tid("claim-error"))).to_contain_text(
-        "An account already has the name ALMA, or one that looks like it"
+    await expect(imposter.locator(tid("name-screen"))).to_be_visible()
+    await imposter.fill(tid("name-input"), "ALMA")
+    await imposter.click(tid("name-submit"))
+    await expect(imposter.locator(tid("error"))).to_have_attribute("data-code", "name_taken")
+    await expect(imposter.locator(tid("error-message"))).to_contain_text(
+        "An account already has that name, or one that looks like it: pick another"
     )
+    await expect(imposter.locator(tid("name-screen"))).to_be_visible()
     await expect(imposter.locator(tid("account-badge"))).to_be_hidden()
 
     # Another browser logs in from the name screen: a wrong password first.

@@ -1,0 +1,198 @@
+"""The line-by-line client (``--plain``) and the full-screen client's board: the legal
+moves on ``?``, what a daily attempt claims, the room's list across a restart, plain
+words for a server out of reach, and a spectator's board with cards withheld."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PLAIN_DEALS, TIMEOUT, ClientFactory, RunningServer
+from daily_support import PASSWORD
+from test_terminal import ScriptedConsole
+
+from solrace.client import Client
+from solrace.client.terminal import FACE_DOWN, daily, play, render_view
+from solrace.client.tui import board_text
+from solrace.server import Node, ServerConfig, SolraceServer, make_backend
+
+
+@pytest.fixture
+def backend_kind() -> str:
+    """The terminal client does not depend on the backend: the embedded one serves it."""
+    return "embedded"
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_question_mark_lists_the_legal_moves(
+    server: RunningServer, make_client: ClientFactory
+) -> None:
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(
+        play(
+            server.url, console, name="asker", variant="rainbow-canfield", settings={"countdown": 0}
+        )
+    )
+    code = (await console.shows(r"^room (\w+) "))[1]
+    console.type("?")
+    await console.shows(r"^no race is running: no moves to list$")
+    rival = await make_client("rival")
+    await rival.join(code)
+    await console.shows(r"in the room: asker \(host\), rival")
+    console.type("start")
+    first = (await console.shows(r"^moves: 1\) (\S+)"))[1]
+    shown = len(console.screen)
+    console.type("?")
+    await console.shows(rf"^moves: 1\) {first}", since=shown)
+    shown = len(console.screen)
+    console.type("moves")
+    await console.shows(rf"^moves: 1\) {first}", since=shown)
+    assert not any("bad_move" in line for line in console.screen)
+    console.type("q")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
+
+
+async def test_a_new_account_s_daily_attempt_is_not_called_ranked(
+    server: RunningServer,
+) -> None:
+    # The node's default: an account's attempts are ranked from its second day (UTC).
+    assert server.config.daily_account_age_days == 1
+    async with Client(server.url, name="newbie", request_timeout=TIMEOUT) as newbie:
+        await newbie.claim(PASSWORD)
+        token = newbie.token
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(
+        daily(server.url, console, name="newbie", token=token, variant="rainbow-canfield")
+    )
+    await console.shows(r"^daily rainbow-canfield [\d-]+, attempt 1$")
+    await console.shows(r"^moves: 1\) ")
+    console.type("d")
+    await console.shows(r"^played d")
+    console.type("q")  # quitting resigns the attempt
+    await console.shows(r"results of race 1 \(rainbow-canfield, daily [\d-]+, attempt 1; seed")
+    await console.shows(r"^your attempt 1 is kept, not ranked: a new account ranks from its second")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    said = [line for line in console.screen if "attempt 1" in line and "ranked" in line]
+    assert all("not ranked" in line for line in said), said
+    assert not any("rematch" in line and "no rematch" not in line for line in console.screen)
+
+
+class Restartable:
+    """A node on a fixed port, stopped (1001 to every client) and started again."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.current: SolraceServer | None = None
+
+    async def start(self) -> None:
+        self.current = SolraceServer(Node(make_backend(self.config), self.config), self.config)
+        await self.current.start()
+
+    async def stop(self) -> None:
+        assert self.current is not None
+        await self.current.close()
+        self.current = None
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[Restartable]:
+    config = ServerConfig(
+        port=free_port(), data_dir=tmp_path / "data", progress_interval_s=0.0, **PLAIN_DEALS
+    )
+    made = Restartable(config)
+    await made.start()
+    yield made
+    if made.current is not None:
+        await made.stop()
+
+
+async def test_the_room_s_members_are_shown_once_per_change_across_a_restart(
+    node: Restartable,
+) -> None:
+    url = f"ws://127.0.0.1:{node.config.port}/"
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(play(url, console, name="stays", settings={"countdown": 0}))
+    code = (await console.shows(r"^room (\w+) "))[1]
+    async with Client(url, name="guest", request_timeout=TIMEOUT) as guest:
+        await guest.join(code)
+        await console.shows(r"^in the room: stays \(host\), guest$")
+        console.type("start")
+        await console.shows(r"^race 1 started")
+        before = len(console.screen)
+        await node.stop()  # in the race: both come back to it by themselves
+        await asyncio.sleep(0.3)
+        await node.start()
+        await console.shows(r"^the server restarted; connection restored", since=before)
+        await guest.next_event("resumed", timeout=TIMEOUT)
+        await asyncio.sleep(1.0)  # the member lists the resumes bring have come by now
+        shown = [line for line in console.screen[before:] if line.startswith("in the room:")]
+        assert shown == [], console.screen[before:]  # no one came or went
+        await guest.leave()
+        await console.shows(r"^in the room: stays \(host\)$", since=before)
+    console.type("q")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
+
+
+async def test_a_server_out_of_reach_is_said_in_plain_words() -> None:
+    url = f"ws://127.0.0.1:{free_port()}/"
+    console = ScriptedConsole()
+    assert await play(url, console, name="nobody") == 1
+    assert console.screen[0] == f"could not reach the server at {url}: connection refused"
+    console = ScriptedConsole()
+    assert await play("ws://notaurl/", console, name="nobody") == 1
+    assert (
+        console.screen[0] == "could not reach the server at ws://notaurl/: no such host (notaurl)"
+    )
+
+
+def _withheld_board() -> dict[str, Any]:
+    """A spectator's board of a running delayed race, with cards withheld (null)."""
+    return {
+        "variant": "canfield",
+        "tableau": [["9C", None], [None], ["2D"], []],
+        "foundations": [
+            {"top": "AC", "count": 1},
+            {"top": None, "count": 2},
+            {"top": None, "count": 0},
+            {"top": None, "count": 0},
+        ],
+        "base_rank": "A",
+        "status": "playing",
+        "banked": 3,
+        "moves": 9,
+        "reserve": {"count": 12, "top": None},
+        "stock": {"count": 30},
+        "waste": {"count": 3, "visible": ["5H", None, "6D"]},
+    }
+
+
+def test_the_plain_client_draws_withheld_cards_face_down() -> None:
+    lines = render_view(_withheld_board()).splitlines()
+    assert lines[1] == f"foundations  f1: A♣  f2:{FACE_DOWN}  f3: --   f4: -- "
+    assert lines[2].startswith(f"reserve (12) {FACE_DOWN}   stock (30)")
+    assert lines[2].endswith(f"waste ( 3)  5♥ {FACE_DOWN}  6♦")
+    assert lines[3:] == [f"t1   9♣ {FACE_DOWN}", f"t2  {FACE_DOWN}", "t3   2♦", "t4   -- "]
+
+
+def test_the_full_screen_client_draws_withheld_cards_face_down() -> None:
+    text = board_text(_withheld_board(), color=False).plain
+    lines = text.splitlines()
+    foundations = next(line for line in lines if line.startswith("Foundations"))
+    assert foundations.split() == ["Foundations", "f1", "A♣", "f2", "▒▒", "f3", "··", "f4", "··"]
+    reserve = next(line for line in lines if line.startswith("Reserve"))
+    assert "▒▒" in reserve and "12 left, the top one not shown yet" in reserve
+    waste = next(line for line in lines if line.startswith("Waste"))
+    assert waste.split()[2:5] == ["5♥", "▒▒", "6♦"]
+    rows = lines[lines.index("Tableau") + 2 :]
+    assert rows[0].split() == ["9♣", "▒▒", "2♦", "··"]
+    assert rows[1].split() == ["▒▒"]
