@@ -71,6 +71,11 @@ class LoadTest:
     time_limit_s: int = 3600
     """Each race's time limit (10 to 3600 s). Bots playing at random rarely finish a game,
     so a race mostly ends at its limit; a shorter one deals again as often as people do."""
+    winnable: bool = False
+    """Whether the rooms ask for certified winnable deals. Off by default: a load test's
+    rooms start together, and hundreds of rooms starting in one second would measure the
+    node's warm pool of certified deals (and its solver workers refilling it), not the
+    node; people's rooms start spread out."""
     handshake_timeout_s: float = 30.0
     """How long a bot waits for the server's answer to its websocket handshake; past it
     the bot counts as failed to connect and its connection is closed."""
@@ -413,6 +418,7 @@ class _Run:
                         "undo": True,
                         "time_limit": self.test.time_limit_s,
                         "spectators": "live" if self.test.spectators else "off",
+                        "winnable": self.test.winnable,
                     }
                 )
                 if made["type"] != "room":

@@ -53,6 +53,12 @@ def register(subparsers: Any) -> None:
         help="give each bot an X-Real-IP of its own (the node must list this machine in "
         "--trusted-proxy): the budgets then count each as one person",
     )
+    parser.add_argument(
+        "--winnable",
+        action="store_true",
+        help="rooms ask for certified winnable deals (off: rooms that all start at once "
+        "would measure the node's warm pool of deals, not the node)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=_loadtest)
 
@@ -73,6 +79,7 @@ def _loadtest(args: argparse.Namespace) -> int:
         url=args.url,
         players=args.players,
         pace_s=args.pace,
+        winnable=args.winnable,
         duration_s=args.duration,
         rooms_of=args.rooms_of,
         spectators=args.spectators,
