@@ -8,12 +8,12 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import PLAIN_DEALS, TIMEOUT, ClientFactory, RunningServer
 from daily_support import PASSWORD
 from test_terminal import ScriptedConsole
+from withheld_support import withheld_board
 
 from solrace.client import Client
 from solrace.client.terminal import FACE_DOWN, daily, play, render_view
@@ -155,29 +155,8 @@ async def test_a_server_out_of_reach_is_said_in_plain_words() -> None:
     )
 
 
-def _withheld_board() -> dict[str, Any]:
-    """A spectator's board of a running delayed race, with cards withheld (null)."""
-    return {
-        "variant": "canfield",
-        "tableau": [["9C", None], [None], ["2D"], []],
-        "foundations": [
-            {"top": "AC", "count": 1},
-            {"top": None, "count": 2},
-            {"top": None, "count": 0},
-            {"top": None, "count": 0},
-        ],
-        "base_rank": "A",
-        "status": "playing",
-        "banked": 3,
-        "moves": 9,
-        "reserve": {"count": 12, "top": None},
-        "stock": {"count": 30},
-        "waste": {"count": 3, "visible": ["5H", None, "6D"]},
-    }
-
-
 def test_the_plain_client_draws_withheld_cards_face_down() -> None:
-    lines = render_view(_withheld_board()).splitlines()
+    lines = render_view(withheld_board()).splitlines()
     assert lines[1] == f"foundations  f1: A♣  f2:{FACE_DOWN}  f3: --   f4: -- "
     assert lines[2].startswith(f"reserve (12) {FACE_DOWN}   stock (30)")
     assert lines[2].endswith(f"waste ( 3)  5♥ {FACE_DOWN}  6♦")
@@ -185,7 +164,7 @@ def test_the_plain_client_draws_withheld_cards_face_down() -> None:
 
 
 def test_the_full_screen_client_draws_withheld_cards_face_down() -> None:
-    text = board_text(_withheld_board(), color=False).plain
+    text = board_text(withheld_board(), color=False).plain
     lines = text.splitlines()
     foundations = next(line for line in lines if line.startswith("Foundations"))
     assert foundations.split() == ["Foundations", "f1", "A♣", "f2", "▒▒", "f3", "··", "f4", "··"]

@@ -6,13 +6,12 @@ The module is skipped when ``/usr/bin/chromium`` is absent (test_web.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import test_web
 from conftest import RunningServer, ServerFactory
 from test_web import Pages, create_room, enter_name, expect, tid
 from test_web_daily import AREA, DAY, VARIANT, ShiftedClock, back_to_board, draw, resign, signed_in
+from withheld_support import withheld_board
 
 # The page tests' fixtures: one Chromium, and pages on the test's server.
 browser = test_web.browser
@@ -32,26 +31,6 @@ async def server(start_server: ServerFactory) -> RunningServer:
     return await start_server(clock=ShiftedClock())
 
 
-# A spectator's board of a running delayed race: null where a card is not shown yet.
-WITHHELD: dict[str, Any] = {
-    "variant": "canfield",
-    "tableau": [["9C", None], [None], ["2D"], []],
-    "foundations": [
-        {"top": "AC", "count": 1},
-        {"top": None, "count": 2},
-        {"top": None, "count": 0},
-        {"top": None, "count": 0},
-    ],
-    "base_rank": "A",
-    "status": "playing",
-    "banked": 3,
-    "moves": 9,
-    "reserve": {"count": 12, "top": None},
-    "stock": {"count": 30},
-    "waste": {"count": 3, "visible": ["5H", None, "6D"]},
-}
-
-
 async def test_a_spectator_board_shows_withheld_cards_face_down(pages: Pages) -> None:
     page = await pages.open()
     script = """async (view) => {
@@ -62,7 +41,7 @@ async def test_a_spectator_board_shows_withheld_cards_face_down(pages: Pages) ->
       host.append(drawBoard(view));
       document.body.append(host);
     }"""
-    await page.evaluate(script, WITHHELD)
+    await page.evaluate(script, withheld_board())
     board = page.locator(tid("withheld"))
     backs = board.locator(".card.back.face-down")
     await expect(backs).to_have_count(5)  # two in the tableau, f2's top, the reserve's, one waste
