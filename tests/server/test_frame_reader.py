@@ -252,6 +252,7 @@ async def test_a_request_with_no_end_within_websockets_limits_is_refused_by_it()
         (client_frame(Opcode.CONT, b"x"), 1002),  # a continuation of nothing
         (client_frame(Opcode.CLOSE, (1000).to_bytes(2, "big")), 1000),
     ],
+    ids=["unmasked", "too-large", "lone-continuation", "close"],  # masks are random
 )
 async def test_frames_websockets_refuses_or_closes_on_are_still_its_own(
     frame: bytes, code: int
