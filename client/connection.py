@@ -52,8 +52,9 @@ from ..protocol import (
 __all__ = ["Client", "ClientClosed", "ServerError"]
 
 RESUMABLE_CLOSE_CODES = frozenset({1001, 1006, 1011, 1012, 1013, 1014})
-#: Requests are spaced out by the interval the server's rate refusals show, times this.
-PACE_MARGIN = 1.1
+#: Requests are spaced out by the interval the server's rate refusals show, times this:
+#: room for the jitter of a busy machine between a send and its arrival.
+PACE_MARGIN = 1.25
 #: The longest interval between requests the refusals may set.
 MAX_PACE_S = 2.0
 

