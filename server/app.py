@@ -20,7 +20,7 @@ from websockets.typing import Subprotocol
 
 from ..protocol import SUBPROTOCOLS, CloseCode, ErrorCode, RateLimiter, codec_for
 from .backends import Backend, BackendUnavailable, EmbeddedBackend
-from .budgets import client_key, forwarded_client
+from .budgets import client_address
 from .config import ServerConfig
 from .connection import Connection, Cork, Keepalive
 from .http import HttpEndpoints
@@ -309,9 +309,7 @@ class SolraceServer:
         """The key of the client's address: the peer's, or a trusted proxy's word for it."""
         peer = ws.remote_address[0] if ws.remote_address else ""
         headers = ws.request.headers if ws.request is not None else None
-        forwarded = ",".join(headers.get_all("X-Forwarded-For")) if headers else None
-        real_ip = headers.get("X-Real-IP") if headers else None
-        return client_key(forwarded_client(peer, forwarded, real_ip, self.config.trusted_proxies))
+        return client_address(peer, headers, self.config.trusted_proxies)
 
 
 def page_url(host: str, port: int) -> str:

@@ -96,9 +96,9 @@ _network.__name__ = "address"
 
 def _origin(text: str) -> str:
     """An argparse type: an origin, ``scheme://host[:port]``, as a browser sends it."""
-    from .http import _normal_origin
+    from .http import normal_origin
 
-    if _normal_origin(text) is None:
+    if normal_origin(text) is None:
         raise argparse.ArgumentTypeError(
             f"an origin (https://host[:port]) is wanted, not {text!r}{_unexpanded(text)}"
         )

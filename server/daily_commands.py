@@ -16,7 +16,6 @@ from ..protocol import (
     StartDaily,
 )
 from . import room as rooms
-from .budgets import client_key
 from .daily import address_counted, address_tag, address_verdict, unranked_reason, utc_date
 from .leaderboard import day_board, player_history
 from .room import Outcome, Role, RoomState, Settings, SpectatorMode
@@ -133,7 +132,7 @@ class DailyCommands:
         before, ranked or not; clients on the node's own machine are not counted."""
         node = self.node
         cap = node.config.daily_ranked_per_address
-        address = client_key(session.address)
+        address = session.address  # a client_key already (an IPv6 address by its /64)
         if cap <= 0 or not address_counted(address):
             return
         tag = address_tag(node.secret, address)

@@ -46,6 +46,7 @@ __all__ = [
     "MetricsListenFailed",
     "Router",
     "add_security_headers",
+    "normal_origin",
     "origin_allowed",
     "security_headers",
 ]
@@ -156,7 +157,7 @@ def _token_is(request: Request, expected: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), expected.encode())
 
 
-def _normal_origin(origin: str) -> str | None:
+def normal_origin(origin: str) -> str | None:
     """``scheme://host[:port]`` in lower case without the scheme's default port, or None."""
     try:
         parts = urllib.parse.urlsplit(origin.strip())
@@ -188,16 +189,16 @@ def origin_allowed(headers: Headers, allowed: tuple[str, ...]) -> bool:
         return True
     if len(origins) > 1:
         return False
-    origin = _normal_origin(origins[0])
+    origin = normal_origin(origins[0])
     if origin is None:
         return False
-    if origin in {_normal_origin(a) for a in allowed}:
+    if origin in {normal_origin(a) for a in allowed}:
         return True
     host = headers.get_all("Host")
     if len(host) != 1:
         return False
     scheme = origin.partition(":")[0]
-    return _normal_origin(f"{scheme}://{host[0]}") == origin
+    return normal_origin(f"{scheme}://{host[0]}") == origin
 
 
 class Router:
@@ -287,7 +288,7 @@ class HttpEndpoints:
         self.node = node
         self.config = config
         for origin in config.allowed_origins:
-            if _normal_origin(origin) is None:
+            if normal_origin(origin) is None:
                 log.warning(
                     "allowed_origin_unusable", origin=origin, expected="https://host[:port]"
                 )
