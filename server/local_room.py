@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine import Game, new_game, spectator_view
 from .delay import DelayedBoards
-from .room import Role, Room, RoomState, SpectatorMode, Standing
+from .room import Member, Role, Room, RoomState, SpectatorMode, Standing
 
 if TYPE_CHECKING:
     from .session import Session
@@ -81,7 +81,10 @@ class LocalRoom:
         self.start_board: dict[str, Any] | None = None  # the deal, as spectators see it
         self.delayed: DelayedBoards | None = None  # boards held back for spectators
         self.delay_timer: asyncio.TimerHandle | None = None  # shows the next one due
-        self.spectated: tuple[Room, bool] | None = None  # a record, and whether it has any
+        # a record's members, and whether a spectator is among them: a record's members
+        # are replaced, never changed in place, so a report (a new record, the same
+        # members) reuses the answer
+        self.spectated: tuple[dict[str, Member], bool] | None = None
         self.opened = False  # subscribed: the room's events come here
         self.closed = False  # torn down: a new LocalRoom takes its place
 
@@ -140,10 +143,11 @@ class LocalRoom:
     def watched(self, record: Room) -> bool:
         """Whether the room (as ``record`` has it) has a spectator."""
         seen = self.spectated
-        if seen is None or seen[0] is not record:
+        members = record.members
+        if seen is None or seen[0] is not members:
             seen = self.spectated = (
-                record,
-                any(m.role is Role.SPECTATOR for m in record.members.values()),
+                members,
+                any(m.role is Role.SPECTATOR for m in members.values()),
             )
         return seen[1]
 
