@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import itertools
+import resource
 import signal
 import sys
 import time
@@ -20,9 +22,9 @@ from websockets.typing import Subprotocol
 
 from ..protocol import SUBPROTOCOLS, CloseCode, ErrorCode, RateLimiter, codec_for
 from .backends import Backend, BackendUnavailable, EmbeddedBackend
-from .budgets import client_address
+from .budgets import client_address, client_key, trusted_networks
 from .config import ServerConfig
-from .connection import Connection, Cork, Keepalive
+from .connection import Connection, Cork, Doors, Keepalive
 from .http import HttpEndpoints
 from .logs import configure_logging
 from .node import Node, Session
@@ -31,9 +33,11 @@ __all__ = [
     "LOOPS",
     "LoopUnavailable",
     "SolraceServer",
+    "connection_limit",
     "loop_factory",
     "loop_name",
     "make_backend",
+    "raise_open_files",
     "run",
     "run_on_loop",
 ]
@@ -46,6 +50,36 @@ _T = TypeVar("_T")
 #: is uvloop where it imports (CPython on Linux and macOS, from the package's
 #: dependencies), else asyncio's own.
 LOOPS = ("auto", "uvloop", "asyncio")
+
+
+FD_RESERVE = 256
+"""File descriptors a node keeps for everything but its clients' connections: its store
+(SQLite, or up to ``redis_max_connections`` to Redis and the pub/sub connection), the
+solver workers' pipes, the metrics listener, its logs."""
+
+
+def raise_open_files() -> int:
+    """Raise this process's limit of open files to the most it may have (as nginx and
+    Redis do: a node holds a socket for every player); the limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return soft
+    target = max(soft, 1 << 20) if hard == resource.RLIM_INFINITY else hard
+    if target > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    return soft
+
+
+def connection_limit(config: ServerConfig) -> int:
+    """The connections a node holds at most: ``max_connections``, lowered to what the
+    process's limit of open files leaves once ``FD_RESERVE`` are kept back."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return config.max_connections
+    room = soft - FD_RESERVE if soft > 2 * FD_RESERVE else soft // 2
+    return max(1, min(config.max_connections, room))
 
 
 class LoopUnavailable(RuntimeError):
@@ -150,12 +184,17 @@ class SolraceServer:
             else Keepalive(config.ping_interval_s, config.ping_timeout_s)
         )
         """Pings the connections that have gone silent (None: no keepalive)."""
+        self.doors = Doors(connection_limit(config), self._door)
+        """The node's bound on connections, at their accept."""
+        doors = self.doors
+        node.metrics.doors = lambda: (doors.count, doors.refused_full, doors.refused_address)
         # Every byte a connection writes waits for the backend's writes to be durable.
         self._connection = Connection.configured(
             max_size=config.limits.max_frame_bytes,
             max_buffer=config.max_write_buffer,
             cork=Cork(node.backend.commit_due_in),
             keepalive=self.keepalive,
+            doors=self.doors,
             before_write=node.backend.flush_writes,
         )
 
@@ -305,6 +344,24 @@ class SolraceServer:
                 del guard.connections[address]
             await self.node.disconnected(session)
 
+    def _door(self, peer: str) -> tuple[str | None, int]:
+        """The key a TCP connection from ``peer`` counts under while it opens, and how
+        many of them may be opening: what ``connections_per_address`` leaves besides the
+        address's open ones. A trusted proxy's connections are not counted here (each is
+        counted by the client address it reports, once its request is read)."""
+        networks = trusted_networks(self.config.trusted_proxies)
+        if networks:
+            try:
+                ip = ipaddress.ip_address(peer.split("%", 1)[0])
+            except ValueError:
+                pass
+            else:
+                if any(ip in network for network in networks):
+                    return None, 0
+        key = client_key(peer)
+        budget = self.config.budgets.connections_per_address
+        return key, budget - self.node.guard.connections[key]
+
     def _client_address(self, ws: Connection) -> str:
         """The key of the client's address: the peer's, or a trusted proxy's word for it."""
         peer = ws.remote_address[0] if ws.remote_address else ""
@@ -391,6 +448,7 @@ async def run(config: ServerConfig) -> None:
     Raises BackendUnavailable, after closing, if the store failed while serving.
     """
     configure_logging(config.log_format)
+    open_files = raise_open_files()
     server = SolraceServer(Node(make_backend(config), config), config)
     try:
         await server.start()
@@ -402,6 +460,15 @@ async def run(config: ServerConfig) -> None:
         raise
     tune_gc()
     log.info("gc_tuned", thresholds=list(gc.get_threshold()), frozen=gc.get_freeze_count())
+    limit = server.doors.limit
+    if limit < config.max_connections:
+        log.warning(
+            "connections_capped",
+            max_connections=limit,
+            asked=config.max_connections,
+            open_files=open_files,
+            hint="raise the open-file limit (ulimit -n, systemd LimitNOFILE=)",
+        )
     url = page_url(config.host, server.port)
     if config.log_format == "json" and not sys.stderr.isatty():
         log.info("page_address", url=url)  # the log stays JSON lines, one object each

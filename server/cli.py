@@ -29,6 +29,7 @@ LIMIT_FLAGS = ("messages_per_second", "burst")
 #: The node's own limits that are ``serve`` flags: each one's metavar and least value
 #: (and greatest, where one is given).
 NODE_FLAGS: dict[str, tuple[str, float] | tuple[str, float, float]] = {
+    "max_connections": ("N", 1),
     "max_rooms_per_node": ("N", 1),
     "max_write_buffer": ("BYTES", 1),
     "daily_flag_median_ms": ("MS", 0),

@@ -175,6 +175,11 @@ class ServerConfig:
     password_hashers: int = 2
     """Threads of a node that hash passwords (argon2id, 64 MiB each), off the event loop;
     more password checks at once wait their turn."""
+    max_connections: int = 30000
+    """TCP connections the node holds at once (websockets, page requests and handshakes
+    under way together), lowered to what its limit of open files allows (``solrace
+    serve`` raises that to the system's most); one more is answered ``503`` and closed
+    before its request is read."""
     max_rooms_per_node: int = 2000
     """Rooms with a member on this node; creating or joining one more is refused."""
     max_players_per_room: int = 8

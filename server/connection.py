@@ -35,6 +35,7 @@ __all__ = [
     "READ_CHUNK",
     "Connection",
     "Cork",
+    "Doors",
     "Reads",
     "frame_header",
 ]
@@ -133,6 +134,84 @@ class Cork:
                     connection.send_data()
                 except Exception:  # a broken socket is the connection's own business
                     log.warning("write_failed", conn=connection.id.hex)
+
+
+class Doors:
+    """The node's bound on the TCP connections it holds, checked as each is accepted.
+
+    At most ``limit`` at once, whatever each is (a websocket, a page's request, a
+    handshake under way): one more is answered ``503`` and closed before a byte of its
+    request is read, so that the node never runs out of file descriptors (its store and
+    its solver workers need some too) or of memory, and the players it holds go on.
+
+    ``door(peer)`` tells, for a peer's address, the key its connections count under
+    (None: not counted, a trusted proxy whose clients count by the address it reports)
+    and how many more of them may open now, besides those already opening. A connection
+    counts as *opening* from its accept until its handshake is over (a websocket, or the
+    answer to a plain request) or it is gone: a script that opens connections and never
+    finishes their requests holds each for the handshake's timeout, and without this one
+    address could hold every connection the node has. One past it is answered ``429``.
+    """
+
+    def __init__(self, limit: int, door: Callable[[str], tuple[str | None, int]]) -> None:
+        if limit < 1:
+            raise ValueError("the node's connection limit must be at least 1")
+        self.limit = limit
+        self.door = door
+        self.count = 0
+        """TCP connections held now."""
+        self.opening: dict[str, int] = {}
+        """Connections in their opening handshake, by the key of their peer's address."""
+        self.refused_full = 0
+        """Connections refused because the node held ``limit`` already."""
+        self.refused_address = 0
+        """Connections refused because their address had as many as it may."""
+
+    def enter(self, connection: Connection, peer: str) -> bytes | None:
+        """Count a connection just accepted; the answer that refuses it, if it may not
+        open (it is then not counted)."""
+        if self.count >= self.limit:
+            self.refused_full += 1
+            return _refusal(503, "Service Unavailable", "the server is full: try again later")
+        key, room = self.door(peer)
+        if key is not None:
+            opening = self.opening.get(key, 0)
+            if opening >= room:
+                self.refused_address += 1
+                return _refusal(429, "Too Many Requests", "too many connections from your address")
+            self.opening[key] = opening + 1
+            connection.door_key = key
+        self.count += 1
+        connection.entered = True
+        return None
+
+    def opened(self, connection: Connection) -> None:
+        """The connection's handshake is over (or it is gone): it opens no more."""
+        key = connection.door_key
+        if key is not None:
+            connection.door_key = None
+            left = self.opening.get(key, 0) - 1
+            if left > 0:
+                self.opening[key] = left
+            else:
+                self.opening.pop(key, None)
+
+    def left(self, connection: Connection) -> None:
+        """The connection is gone."""
+        if connection.entered:
+            connection.entered = False
+            self.opened(connection)
+            self.count -= 1
+
+
+def _refusal(status: int, phrase: str, text: str) -> bytes:
+    body = (text + "\n").encode()
+    head = (
+        f"HTTP/1.1 {status} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n"
+        "Server: solrace\r\n\r\n"
+    )
+    return head.encode() + body
 
 
 class Keepalive:
@@ -236,6 +315,9 @@ class Connection(ServerConnection):
     max_buffer: int = 1 << 20  # bytes waiting to be sent before the client is too slow
     cork: Cork | None = None
     keeper: Keepalive | None = None  # (websockets' own keepalive is a method)
+    doors: Doors | None = None  # the node's bound on connections (None: none)
+    door_key: str | None = None  # the key this connection counts under while opening
+    entered = False  # counted by the doors
 
     take: Callable[[bytes], bool] | None = None
     corked = False  # pushed frames wait for the cork's flush
@@ -270,6 +352,7 @@ class Connection(ServerConnection):
         max_buffer: int,
         cork: Cork | None = None,
         keepalive: Keepalive | None = None,
+        doors: Doors | None = None,
         before_write: Callable[[], None] = _nothing,
     ) -> type[Connection]:
         """A subclass for ``serve(create_connection=...)`` with these settings.
@@ -283,6 +366,7 @@ class Connection(ServerConnection):
             "max_buffer": max_buffer,
             "cork": cork,
             "keeper": keepalive,
+            "doors": doors,
             "before_write": staticmethod(before_write),
         }
         return cast("type[Connection]", type(cls.__name__, (cls,), settings))
@@ -479,17 +563,31 @@ class Connection(ServerConnection):
         # Writes pause at the cap at the latest, where the socket's buffer is checked.
         if self.transport.get_write_buffer_limits()[1] > self.max_buffer:
             self.transport.set_write_buffer_limits(high=self.max_buffer)
+        if self.doors is not None:
+            peer = transport.get_extra_info("peername")
+            refusal = self.doors.enter(self, str(peer[0]) if peer else "")
+            if refusal is not None:
+                # Answered before its request is read; websockets' handshake then sees
+                # the connection gone, with no request and nothing to answer.
+                self.transport.write(refusal)
+                self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.keeper is not None:
             self.keeper.discard(self)
+        if self.doors is not None:
+            self.doors.left(self)
         self._out, self._out_size, self.corked = [], 0, False
         self._held, self._unread = [], b""
         self._reads = _PASSED
         super().connection_lost(exc)
 
     async def handshake(self, *args: Any, **kwargs: Any) -> None:
-        await super().handshake(*args, **kwargs)
+        try:
+            await super().handshake(*args, **kwargs)
+        finally:
+            if self.doors is not None:
+                self.doors.opened(self)
         protocol = self.protocol
         if protocol.state is State.OPEN:
             self._raw = not protocol.extensions and not protocol.debug

@@ -9,10 +9,15 @@ costs more than the rest of a move's bookkeeping.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -65,6 +70,23 @@ class _HotCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         m = self.metrics
         yield CounterMetricFamily("solrace_moves", "Moves applied and acked", m.moves.value)
+        doors = m.doors
+        if doors is not None:
+            held, full, address = doors()
+            yield GaugeMetricFamily(
+                "solrace_tcp_connections",
+                "TCP connections held: websockets, page requests and handshakes under way",
+                held,
+            )
+            refused = CounterMetricFamily(
+                "solrace_connections_refused",
+                "Connections refused at their accept: the node full (503), or too many"
+                " from one address (429)",
+                labels=["reason"],
+            )
+            refused.add_metric(["full"], full)
+            refused.add_metric(["address"], address)
+            yield refused
         handling = HistogramMetricFamily(
             "solrace_handling_seconds", "Time to handle one request, by type", labels=["type"]
         )
@@ -91,6 +113,8 @@ class Metrics:
         )
         self.errors = Counter("solrace_errors", "Error frames sent, by code", ["code"], registry=r)
         self._handled: dict[str, Timings] = {}
+        self.doors: Callable[[], tuple[int, int, int]] | None = None
+        """Connections held, refused as the node was full, refused for their address."""
         r.register(_HotCollector(self))
 
     def handled(self, request_type: str) -> Timings:
