@@ -106,6 +106,11 @@ def why_unreachable(url: str, error: BaseException) -> str | None:
         return "connection refused"
     if isinstance(error, TimeoutError):
         return "it did not answer in time"
+    if isinstance(error, InvalidStatus) and error.response.status_code in (429, 503):
+        # A solrace server that is full (503), or holds as many connections from this
+        # address as it may (429), says so in the body.
+        said = error.response.body.decode(errors="replace").strip()[:200]
+        return f"it answered HTTP {error.response.status_code}: {said or 'try again later'}"
     if isinstance(error, InvalidStatus):
         return (
             f"it answered HTTP {error.response.status_code}: is it a solrace server? "

@@ -20,6 +20,7 @@ import websockets
 from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
 from websockets.exceptions import InvalidStatus
 
+from solrace.client.urls import why_unreachable
 from solrace.server import ServerConfig
 from solrace.server.app import FD_RESERVE, connection_limit
 
@@ -153,3 +154,16 @@ def test_the_limit_leaves_file_descriptors_for_the_store() -> None:
     limit = connection_limit(config)
     assert limit <= soft - FD_RESERVE or limit <= soft // 2
     assert connection_limit(ServerConfig(max_connections=10)) == 10
+
+
+@EMBEDDED
+async def test_a_client_says_in_plain_words_why_it_was_refused(
+    start_server: ServerFactory,
+) -> None:
+    server = await serve(start_server, max_connections=1)
+    _, writer = await half_open(server, ATTACKER)
+    with pytest.raises(InvalidStatus) as refused:
+        await player(server, NEIGHBOUR)
+    said = why_unreachable(server.url, refused.value)
+    assert said == "it answered HTTP 503: the server is full: try again later"
+    writer.close()
