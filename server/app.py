@@ -170,6 +170,9 @@ class SolraceServer:
     """A node served over websockets, with /healthz, /readyz, /metrics and the web page."""
 
     def __init__(self, node: Node, config: ServerConfig) -> None:
+        # A proxy that is neither an address nor a network is said now (ValueError naming
+        # it), not by every connection's failure once the node serves.
+        trusted_networks(config.trusted_proxies)
         self.node = node
         self.config = config
         self._server: Server | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import resource
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -21,7 +22,7 @@ from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
 from websockets.exceptions import InvalidStatus
 
 from solrace.client.urls import why_unreachable
-from solrace.server import ServerConfig
+from solrace.server import Node, ServerConfig, SolraceServer, make_backend
 from solrace.server.app import FD_RESERVE, connection_limit
 
 EMBEDDED = pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
@@ -167,3 +168,9 @@ async def test_a_client_says_in_plain_words_why_it_was_refused(
     said = why_unreachable(server.url, refused.value)
     assert said == "it answered HTTP 503: the server is full: try again later"
     writer.close()
+
+
+def test_a_node_built_in_code_with_a_bad_proxy_fails_at_once(tmp_path: Path) -> None:
+    config = ServerConfig(port=0, data_dir=tmp_path, trusted_proxies=("10.0.0.0/8", "nginx"))
+    with pytest.raises(ValueError, match="nginx"):
+        SolraceServer(Node(make_backend(config), config), config)
