@@ -151,6 +151,51 @@ async def ping_flood(
     return tally
 
 
+async def half_open(
+    port: int, stop: asyncio.Event, sockets: int = 3000, source: str = "127.0.0.9"
+) -> Tally:
+    """``sockets`` connections from one address (``source``, a loopback address that is no
+    trusted proxy), each sending the start of a request and never its end, held until
+    ``stop``; then whether a newcomer from another address still gets in.
+
+    ``held`` counts those the node kept open; ``refused`` those it answered at once
+    (``429``: its address has as many as it may; ``503``: the node is full)."""
+    tally = Tally()
+    writers: list[asyncio.StreamWriter] = []
+    answers: list[asyncio.Task[bytes]] = []
+    for _ in range(sockets):
+        if stop.is_set():
+            break
+        try:
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", port, local_addr=(source, 0)
+            )
+        except OSError:
+            tally.replies["connect_failed"] += 1
+            continue
+        writer.write(b"GET / HTTP/1.1\r\nHost: solrace\r\n")
+        writers.append(writer)
+        answers.append(asyncio.ensure_future(reader.read(64)))
+    await asyncio.sleep(0.5)  # refusals come back at once
+    for answer in answers:
+        if answer.done() and not answer.cancelled() and answer.exception() is None:
+            status = answer.result()[9:12].decode(errors="replace") or "closed"
+            tally.replies["refused " + status if status.isdigit() else status] += 1
+        else:
+            tally.replies["held"] += 1
+    newcomer = await Raw.open(f"ws://127.0.0.1:{port}/", None)  # from 127.0.0.1
+    tally.figures["newcomer_pong"] = float(
+        (await newcomer.request({"type": "ping"}))["type"] == "pong"
+    )
+    await newcomer.close()
+    await stop.wait()
+    for answer in answers:
+        answer.cancel()
+    for writer in writers:
+        writer.close()
+    return tally
+
+
 async def room_flood(url: str, stop: asyncio.Event, attempts: int = 2000) -> Tally:
     """A fresh identity a room, ``attempts`` times from one address (32 at a time)."""
     tally = Tally()

@@ -179,3 +179,16 @@ async def test_identities_made_from_one_address_are_bounded(node: NodeProcess) -
     tally = await asyncio.wait_for(mint, 4 * TIMEOUT)
     assert tally.replies["welcome"] <= BUDGETS.identities_per_hour, tally
     assert tally.replies["over_budget"] > 0, tally
+
+
+async def test_half_open_connections_from_one_address_hold_its_budget_and_no_more(
+    node: NodeProcess,
+) -> None:
+    before = node.rss_kib()
+    attack = asyncio.ensure_future(attacks.half_open(node.port, STOP, sockets=600))
+    await through(node, attack)
+    tally = await asyncio.wait_for(attack, 4 * TIMEOUT)
+    assert tally.replies["held"] == BUDGETS.connections_per_address, tally
+    assert tally.replies["refused 429"] == 600 - BUDGETS.connections_per_address, tally
+    assert tally.figures["newcomer_pong"] == 1.0, "a newcomer from another address got in"
+    assert node.rss_kib() - before <= 16 * 1024
