@@ -301,6 +301,10 @@ class HttpEndpoints:
         self.metrics_router = Router(methods=(*METHODS, "POST"))
         """The metrics listener's routes: /metrics and the admin API."""
         self.metrics_router.add("/metrics", self._metrics)
+        # Probes too: a liveness probe here still answers when the main port is full
+        # (max_connections) and refuses every connection at once.
+        self.metrics_router.add("/healthz", self._healthz)
+        self.metrics_router.add("/readyz", self._readyz)
         self.metrics_router.add("/admin/", self._admin)
         self._metrics_server: Server | None = None
 

@@ -174,3 +174,19 @@ def test_a_node_built_in_code_with_a_bad_proxy_fails_at_once(tmp_path: Path) -> 
     config = ServerConfig(port=0, data_dir=tmp_path, trusted_proxies=("10.0.0.0/8", "nginx"))
     with pytest.raises(ValueError, match="nginx"):
         SolraceServer(Node(make_backend(config), config), config)
+
+
+@EMBEDDED
+async def test_a_full_node_is_alive_on_its_metrics_port(start_server: ServerFactory) -> None:
+    server = await serve(start_server, max_connections=2, metrics_port=0)
+    held = [await half_open(server, f"127.0.1.{n}") for n in range(1, 3)]
+    metrics_port = server.server.http.metrics_port
+    assert metrics_port is not None
+    for port, status in ((server.server.port, b"503"), (metrics_port, b"200")):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: pod\r\n\r\n")
+        line = await asyncio.wait_for(reader.readline(), TIMEOUT)
+        assert line.split()[1] == status, (port, line)
+        writer.close()
+    for _, w in held:
+        w.close()

@@ -93,9 +93,12 @@ async def test_the_metrics_listener_serves_metrics_and_nothing_else(
     for name, value in security_headers("localhost"):
         assert headers[name.lower()] == value
 
-    # The page, the API, the probes and websockets stay on the main port.
-    for path in ("/", "/healthz", "/api/best?variant=canfield", "/app.js", "/metrics/x"):
+    # The page, the API and websockets stay on the main port; the probes answer on both
+    # (a liveness probe here still answers when the main port is full).
+    for path in ("/", "/api/best?variant=canfield", "/app.js", "/metrics/x"):
         assert (await get(metrics_port, path))[0] == 404, path
+    for path in ("/healthz", "/readyz"):
+        assert (await get(metrics_port, path))[0] == 200, path
     status, _, _ = await get(metrics_port, "/", upgrade=True)
     assert status == 404, "no websocket on the metrics listener"
     assert (await get(node.server.port, "/metrics"))[0] == 404
