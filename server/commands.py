@@ -167,10 +167,17 @@ class RoomCommands:
         player_id = node.identified(session)
         if session.room is not None:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
-        ghost = None if req.ghost is None else await node.ghosts.find(req.ghost, player_id)
-        settings = self._settings(req, ghost)
-        self.check_capacity(session, None)
-        await node.guard.spend(session, node.guard.rooms, node.now_ms())
+        if req.ghost is None:
+            settings = self._settings(req)
+            self.check_capacity(session, None)
+            await node.guard.spend(session, node.guard.rooms, node.now_ms())
+        else:
+            # Finding a run reads its record and replays it: that is paid for first, so
+            # that a request refused after it (its settings, say) cannot be sent again for
+            # nothing.
+            self.check_capacity(session, None)
+            await node.guard.spend(session, node.guard.rooms, node.now_ms())
+            settings = self._settings(req, await node.ghosts.find(req.ghost, player_id))
         if settings.winnable:
             node.deals.warm(settings.variant)  # its first race's deal is on its way
         outcome = await self.store_new_room(settings, player_id, session.name)

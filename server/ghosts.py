@@ -33,7 +33,7 @@ from .room import standings as record_standings
 if TYPE_CHECKING:
     from .node import Node
 
-__all__ = ["GhostRun", "Ghosts"]
+__all__ = ["MAX_GHOST_MOVES", "GhostRun", "Ghosts"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -55,6 +55,27 @@ class GhostRun:
     def ghost(self) -> Ghost:
         """The run as a race's ghost."""
         return Ghost(f"ghost:{self.ref.rsplit('/', 1)[-1]}", f"{self.name} (ghost)", self.end)
+
+
+MAX_GHOST_MOVES = 10_000
+"""The longest run a ghost may race, in moves. A run is replayed move by move to be raced
+(a few microseconds a move), and a race may hold far more moves than anyone plays: an
+hour's time limit at the message rate is 108,000 of them, which took the node's event loop
+half a second to replay. A person's longest games, undos and all, stay far below this."""
+
+
+async def _replayed(
+    variant: str, seed: int, undo: bool, moves: list[str], times: list[int]
+) -> list[tuple[int, int, int, str]]:
+    """The run's standings after each move (:func:`_steps`), for a run no longer than
+    :data:`MAX_GHOST_MOVES` (BAD_SETTINGS for a longer one, refused before any replay),
+    replayed on a thread so that the event loop goes on meanwhile."""
+    if len(moves) > MAX_GHOST_MOVES:
+        raise ProtocolError(
+            ErrorCode.BAD_SETTINGS,
+            f"ghost: the run is too long to race ({len(moves)} moves; at most {MAX_GHOST_MOVES})",
+        )
+    return await asyncio.to_thread(_steps, variant, seed, undo, moves, times)
 
 
 def _steps(
@@ -107,7 +128,7 @@ class Ghosts:
             )
         played = record["players"][ghost_id]
         result = next(r for r in record["results"] if r["player_id"] == ghost_id)
-        steps = _steps(
+        steps = await _replayed(
             record["variant"],
             record["seed"],
             record.get("undo", True),
@@ -138,12 +159,16 @@ class Ghosts:
             raise ProtocolError(
                 ErrorCode.BAD_SETTINGS, "ghost: a day's runs are raced once its seed is out"
             )
-        entries = await node.backend.daily_entries(date, variant)
-        entry = next((e for e in entries if e.player_id == ghost_id and e.ranked), None)
+        # The player's own attempts, not the whole day's: a day of many players is many
+        # logs to read for one.
+        entries = await node.backend.player_history(ghost_id)
+        entry = next(
+            (e for e in entries if e.date == date and e.variant == variant and e.ranked), None
+        )
         if entry is None:
             raise ProtocolError(ErrorCode.BAD_SETTINGS, "ghost: no such ranked run that day")
         seed = (await node.deals.daily(date, variant)).seed
-        steps = _steps(variant, seed, False, entry.log, entry.times)
+        steps = await _replayed(variant, seed, False, entry.log, entry.times)
         end = [entry.status, entry.banked, entry.moves, entry.time_ms, entry.reached]
         return GhostRun(f"daily/{date}/{variant}/{ghost_id}", entry.name, variant, seed, steps, end)
 

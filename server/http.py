@@ -537,8 +537,13 @@ class HttpEndpoints:
                     "forbidden",
                     "a day's attempts are replayed once its seed is out",
                 )
-            entries = await node.backend.daily_entries(date, variant)
-            entry = next((e for e in entries if e.player_id == player_id and e.ranked), None)
+            # The player's own attempts, not the whole day's (a day of many players is
+            # many logs to read for one).
+            entries = await node.backend.player_history(player_id) if player_id else []
+            entry = next(
+                (e for e in entries if e.date == date and e.variant == variant and e.ranked),
+                None,
+            )
             if entry is None:
                 return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such ranked attempt")
             deal = await node.deals.daily(date, variant)
