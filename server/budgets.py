@@ -11,7 +11,8 @@ find its budgets as it left them. So nothing here belongs to a connection:
   started) go through the backend (:meth:`Backend.spend`), so that they hold across the
   nodes too.
 - **Requests to the JSON API** (HTTP, ``/api/``) are a token bucket per address kept by
-  the node, as the message rates are.
+  the node, as the message rates are; a large answer counts as a request for each
+  :data:`API_BYTES_PER_REQUEST` of it.
 - **Connections and held rooms per address** are counted by the node.
 
 The addresses are the keys of :func:`client_key`: an IPv6 address counts by its /64, so
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 __all__ = [
+    "API_BYTES_PER_REQUEST",
     "ROOM_SHARE_RETRY_AFTER_S",
     "Budget",
     "Guard",
@@ -47,6 +49,9 @@ __all__ = [
 ]
 
 MIN_ROOMS_PER_ADDRESS = 10
+API_BYTES_PER_REQUEST = 64 * 1024
+"""Bytes of an answer of the JSON API that count as one request against the address's
+``api_requests_per_second``: a board or a person's race is well under it."""
 #: The ``retry_after`` of a room refused for ``room_share_per_address``: the address's
 #: rooms free up when their members leave, at no time the node can tell, so it is a pause
 #: long enough for a lobby to fill or a race to end.
@@ -147,6 +152,12 @@ class _Bucket(RateLimiter):
     def __init__(self, rate: float, burst: int, now: float) -> None:
         super().__init__(rate, burst, now)
         self.users = 0
+
+    def owe(self, now: float, cost: float) -> None:
+        """Take ``cost`` more tokens for what was done already, below empty if need be:
+        the bucket's next takers wait until it has refilled past the debt."""
+        self._tokens = self._tokens_at(now) - cost
+        self._last = max(self._last, now)
 
 
 class Guard:
@@ -289,6 +300,17 @@ class Guard:
         bucket = self._bucket("h:" + address, b.api_requests_per_second, b.api_burst, now)
         wait = bucket.take_with(None, now)
         return wait if wait > 0 else None
+
+    def charge_api(self, address: str, now: float, size: int) -> None:
+        """Spend, once an answer of the JSON API is made, one more request of the address's
+        API rate for each :data:`API_BYTES_PER_REQUEST` bytes of it past the first: reading
+        and writing out a large answer (a long race's replay) costs the node what as many
+        small ones do, and until it is read the answer is held in the node's memory."""
+        extra = size // API_BYTES_PER_REQUEST
+        if extra > 0:
+            b = self.config.budgets
+            bucket = self._bucket("h:" + address, b.api_requests_per_second, b.api_burst, now)
+            bucket.owe(now, extra)
 
     def prune(self, now: float) -> int:
         """Forget the buckets no connection uses that are full again; how many went."""

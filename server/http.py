@@ -5,8 +5,9 @@ answers 404 for a path no route could hold, and puts the security headers on eve
 answer. The main port's router holds the page, the probes and the API; with
 ``metrics_port`` a second listener has a router of its own for ``/metrics`` (and the
 place for the admin API). A request to the JSON API (``/api/``) first spends one of its
-client address's ``api_requests_per_second``: over it, the answer is ``429`` with
-``Retry-After``. A websocket handshake passes the origin check, then goes on to the
+client address's ``api_requests_per_second``, and one more for each
+``API_BYTES_PER_REQUEST`` of its answer past the first: over it, the answer is ``429``
+with ``Retry-After``. A websocket handshake passes the origin check, then goes on to the
 connection handler.
 """
 
@@ -320,19 +321,23 @@ class HttpEndpoints:
             response = _response(http.HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain")
             add_security_headers(request, response)
             return response
-        wait = self._api_budget(connection, request)
-        if wait is not None:
-            return self.router.finish(request, _too_many(wait))
-        return await self.router.answer(request)
-
-    def _api_budget(self, connection: ServerConnection, request: Request) -> float | None:
-        """Spend one API request of the client's address, for a request to the JSON API;
-        None if it may go on, else the seconds until it would be taken."""
         if request.method not in METHODS or not request.path.startswith(API):
-            return None
+            return await self.router.answer(request)
+        # The JSON API: one request of the address's budget, then one more for each
+        # API_BYTES_PER_REQUEST of the answer past the first (a race kept for its replay
+        # may be megabytes of moves, each answer read from the store and written out
+        # whole), so that the address's next request waits for them.
         peer = connection.remote_address[0] if connection.remote_address else ""
         address = client_address(peer, request.headers, self.config.trusted_proxies)
-        return self.node.guard.take_api(address, time.monotonic())
+        guard = self.node.guard
+        wait = guard.take_api(address, time.monotonic())
+        if wait is not None:
+            return self.router.finish(request, _too_many(wait))
+        response = await self.router.answer(request)
+        # By its length, a HEAD's too (the answer was made whole all the same).
+        size = int(response.headers.get("Content-Length") or len(response.body))
+        guard.charge_api(address, time.monotonic(), size)
+        return response
 
     def process_response(
         self, connection: ServerConnection, request: Request, response: Response
