@@ -35,6 +35,7 @@ class ErrorCode(StrEnum):
     RACE_NOT_STARTED = "race_not_started"
     RACE_OVER = "race_over"
     GAME_OVER = "game_over"
+    MOVE_LIMIT = "move_limit"
     STALE_REVISION = "stale_revision"
     BAD_MOVE = "bad_move"
     ILLEGAL_MOVE = "illegal_move"

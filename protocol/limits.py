@@ -28,6 +28,11 @@ class Limits:
     connection that has not said ``hello`` yet has a rate of its own)."""
     burst: int = 60
     """Messages an identity may send at once before its rate applies."""
+    max_moves_per_game: int = 10000
+    """Moves one player's game may hold (draws and undos count); one more is refused with
+    ``move_limit``. A person's longest games stay far below it; a script at the message
+    rate would otherwise fill an hour's race with 108,000, which every resume, restart,
+    replay and board then reads."""
     max_rate_violations: int = 50
     """Refused-for-rate messages after which the connection is closed (1008)."""
 

@@ -105,6 +105,7 @@ class MovePath:
     def __init__(self, node: Node) -> None:
         self.node = node
         self._timings = node.metrics.handled("move")
+        self._max_moves = node.config.limits.max_moves_per_game
         self._notations: dict[str, tuple[Move, str]] = {}
         self._unsaved: set[LocalRoom] = set()  # rooms with boards the store lacks
         self._board_timer: asyncio.TimerHandle | asyncio.Handle | None = None
@@ -203,7 +204,12 @@ class MovePath:
         except ProtocolError:
             return False  # the task answers with the error
         game = held.games.get(player_id) if held.race == room.race else None
-        if game is None or game.moves != rev or game.status is not Status.PLAYING:
+        if (
+            game is None
+            or game.moves != rev
+            or game.status is not Status.PLAYING
+            or rev >= self._max_moves
+        ):
             return False
         try:
             move, notation = self.notation(text)
@@ -335,6 +341,12 @@ class MovePath:
             move, notation = self.notation(req.move)
         except NotationError as error:
             raise ProtocolError(ErrorCode.BAD_MOVE, str(error)) from None
+        if rev >= self._max_moves:
+            raise ProtocolError(
+                ErrorCode.MOVE_LIMIT,
+                f"your game holds {rev} moves, the most a game may: resign, or wait for the "
+                "race to end",
+            )
         try:
             change = game.apply(move)
         except IllegalMove as error:
