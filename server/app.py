@@ -350,7 +350,7 @@ class SolraceServer:
     def _door(self, peer: str) -> tuple[str | None, int]:
         """The key a TCP connection from ``peer`` counts under while it opens, and how
         many of them may be opening: what ``connections_per_address`` leaves besides the
-        address's open ones. A trusted proxy's connections are not counted here (each is
+        address's open ones, none past its ``address_connections_per_second``. A trusted proxy's connections are not counted here (each is
         counted by the client address it reports, once its request is read)."""
         networks = trusted_networks(self.config.trusted_proxies)
         if networks:
@@ -362,8 +362,10 @@ class SolraceServer:
                 if any(ip in network for network in networks):
                     return None, 0
         key = client_key(peer)
-        budget = self.config.budgets.connections_per_address
-        return key, budget - self.node.guard.connections[key]
+        guard = self.node.guard
+        if not guard.take_connection(key, time.monotonic()):
+            return key, 0  # past its rate of new connections: none may open now
+        return key, self.config.budgets.connections_per_address - guard.connections[key]
 
     def _client_address(self, ws: Connection) -> str:
         """The key of the client's address: the peer's, or a trusted proxy's word for it."""

@@ -293,6 +293,15 @@ class Guard:
             return wait
         return None
 
+    def take_connection(self, address: str, now: float) -> bool:
+        """Take one new connection from the address's rate (``address``: a key of
+        :func:`client_key`); whether it was taken."""
+        b = self.config.budgets
+        bucket = self._bucket(
+            "c:" + address, b.address_connections_per_second, b.address_connection_burst, now
+        )
+        return bucket.take_with(None, now) <= 0
+
     def take_api(self, address: str, now: float) -> float | None:
         """Take one request to the JSON API from the address's rate (``address``: a key of
         :func:`client_key`); None if taken, else the seconds until it would be."""

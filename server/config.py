@@ -57,6 +57,13 @@ class Budgets:
     connections_per_address: int = 64
     """Open connections from one address; one more gets an ``over_budget`` error (retry
     after 1 s) and is closed with 1013, try again later."""
+    address_connections_per_second: float = 20.0
+    """New connections one address may open in a second (websockets and page requests
+    together), counted as each is accepted; one more is answered ``429`` before its
+    request is read. A page's files come over a dozen connections as it loads."""
+    address_connection_burst: int = 120
+    """New connections an address may open at once before its rate applies: a household
+    or a class behind one address opening the page together."""
     rooms_per_hour: int = 60
     """Rooms one identity may create in an hour (a daily attempt's room included)."""
     address_rooms_per_hour: int = 300

@@ -318,6 +318,7 @@ class Connection(ServerConnection):
     doors: Doors | None = None  # the node's bound on connections (None: none)
     door_key: str | None = None  # the key this connection counts under while opening
     entered = False  # counted by the doors
+    refused = False  # answered at its accept, and closed: websockets never had it
 
     take: Callable[[bytes], bool] | None = None
     corked = False  # pushed frames wait for the cork's flush
@@ -540,6 +541,17 @@ class Connection(ServerConnection):
     # -- asyncio's callbacks ----------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self.doors is not None:
+            peer = transport.get_extra_info("peername")
+            refusal = self.doors.enter(self, str(peer[0]) if peer else "")
+            if refusal is not None:
+                # Answered before its request is read, and before websockets starts a
+                # handshake for it: a refusal costs the node little more than its accept
+                # (a script that opens connections flat out is refused by the thousand).
+                self.refused = True
+                cast("asyncio.WriteTransport", transport).write(refusal)
+                transport.close()
+                return
         super().connection_made(transport)
         self._out = []
         self._held = []
@@ -563,16 +575,10 @@ class Connection(ServerConnection):
         # Writes pause at the cap at the latest, where the socket's buffer is checked.
         if self.transport.get_write_buffer_limits()[1] > self.max_buffer:
             self.transport.set_write_buffer_limits(high=self.max_buffer)
-        if self.doors is not None:
-            peer = transport.get_extra_info("peername")
-            refusal = self.doors.enter(self, str(peer[0]) if peer else "")
-            if refusal is not None:
-                # Answered before its request is read; websockets' handshake then sees
-                # the connection gone, with no request and nothing to answer.
-                self.transport.write(refusal)
-                self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.refused:
+            return  # websockets never had it
         if self.keeper is not None:
             self.keeper.discard(self)
         if self.doors is not None:

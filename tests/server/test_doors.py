@@ -190,3 +190,27 @@ async def test_a_full_node_is_alive_on_its_metrics_port(start_server: ServerFact
         writer.close()
     for _, w in held:
         w.close()
+
+
+@EMBEDDED
+async def test_an_address_opens_new_connections_at_its_rate(start_server: ServerFactory) -> None:
+    budgets = replace(LOOSE_BUDGETS, address_connections_per_second=2.0, address_connection_burst=4)
+    server = await start_server(budgets=budgets)
+    statuses = []
+    for _ in range(6):  # one after the other, each closed before the next
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.server.port, local_addr=(ATTACKER, 0)
+        )
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: solrace\r\n\r\n")
+        statuses.append((await answer(reader)).split()[1])
+        writer.close()
+    assert statuses == [b"200"] * 4 + [b"429"] * 2
+    ws = await player(server, NEIGHBOUR)  # another address is not held back
+    await ws.close()
+    await asyncio.sleep(0.6)  # a token comes back each half second
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", server.server.port, local_addr=(ATTACKER, 0)
+    )
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: solrace\r\n\r\n")
+    assert (await answer(reader)).split()[1] == b"200"
+    writer.close()
