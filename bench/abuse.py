@@ -5,7 +5,8 @@ A node runs as a child process with ``solrace serve``'s defaults, but for
 through a proxy). A canary races in a room of its own (a draw and its undo every
 ``--pace`` seconds, a ping every fourth move) first alone, as the baseline, then during
 each attack of bench/attacks.py: a ping flood that never reads, 3,000 connections from
-one address that never finish their request, 2,000 rooms from one address, an identity
+one address that never finish their request, the page asked for flat out from one
+address, 2,000 rooms from one address, an identity
 reconnecting to renew its rate, 150 connections asking for leaderboards, spectators
 churning in the canary's room, and identities minted flat out.
 For each it prints the canary's move p50 and p99, its ping p99, how many of its moves
@@ -53,6 +54,7 @@ async def _churn(
 ATTACKS: dict[str, Attack] = {
     "ping_flood": lambda url, port, stop, room: attacks.ping_flood(port, stop),
     "half_open": lambda url, port, stop, room: attacks.half_open(port, stop),
+    "page_flood": lambda url, port, stop, room: attacks.page_flood(port, stop),
     "room_flood": lambda url, port, stop, room: attacks.room_flood(url, stop),
     "renew_rate": lambda url, port, stop, room: attacks.renew_rate(url, stop, seconds=60),
     "leaderboard_flood": lambda url, port, stop, room: attacks.leaderboard_flood(url, stop),

@@ -196,6 +196,34 @@ async def half_open(
     return tally
 
 
+async def page_flood(
+    port: int, stop: asyncio.Event, source: str = "127.0.0.9", concurrency: int = 64
+) -> Tally:
+    """The page (``GET /``) asked for flat out from one address (``source``, no trusted
+    proxy), ``concurrency`` at a time, a new connection each, until ``stop``: ``200`` and
+    ``429`` count the answers."""
+    tally = Tally()
+    started = time.monotonic()
+
+    async def one() -> None:
+        while not stop.is_set():
+            try:
+                reader, writer = await asyncio.open_connection(
+                    "127.0.0.1", port, local_addr=(source, 0)
+                )
+                writer.write(b"GET / HTTP/1.1\r\nHost: solrace\r\n\r\n")
+                head = await reader.read(16)
+                writer.close()
+            except OSError:
+                tally.replies["connect_failed"] += 1
+                continue
+            tally.replies[head[9:12].decode(errors="replace") or "closed"] += 1
+
+    await asyncio.gather(*(one() for _ in range(concurrency)))
+    tally.figures["seconds"] = time.monotonic() - started
+    return tally
+
+
 async def room_flood(url: str, stop: asyncio.Event, attempts: int = 2000) -> Tally:
     """A fresh identity a room, ``attempts`` times from one address (32 at a time)."""
     tally = Tally()

@@ -192,3 +192,16 @@ async def test_half_open_connections_from_one_address_hold_its_budget_and_no_mor
     assert tally.replies["refused 429"] == 600 - BUDGETS.connections_per_address, tally
     assert tally.figures["newcomer_pong"] == 1.0, "a newcomer from another address got in"
     assert node.rss_kib() - before <= 16 * 1024
+
+
+async def test_the_page_asked_for_flat_out_from_one_address_is_held_to_its_rate(
+    node: NodeProcess,
+) -> None:
+    flood = asyncio.ensure_future(attacks.page_flood(node.port, STOP))
+    await through(node, flood)
+    tally = await asyncio.wait_for(flood, 4 * TIMEOUT)
+    allowed = BUDGETS.address_connection_burst + BUDGETS.address_connections_per_second * (
+        tally.figures["seconds"] + 1
+    )
+    assert 0 < tally.replies["200"] <= allowed, tally
+    assert tally.replies["429"] > tally.replies["200"], tally
