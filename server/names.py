@@ -32,6 +32,11 @@ __all__ = [
 MAX_NAME_LEN = Limits().max_name_len
 MAX_MARKS = 3
 """Combining marks on one character: a Hindi ज़िं carries three, a "Zalgo" stack dozens."""
+MAX_CHARACTER_CODE_POINTS = 12
+"""Code points one character (grapheme cluster) of a display name may hold: the longest
+emoji sequences hold 11 (a family of four with skin tones), a subdivision flag 7, and
+letters with their marks far fewer. One character may otherwise chain scores of emoji
+by joiners, or of consonants by viramas, and show as a long line under the name limit."""
 
 _GRAPHEMES = regex.compile(r"\X")
 _CONTROL = regex.compile(r"\p{Cc}")
@@ -117,6 +122,13 @@ def name_problem(name: str, max_len: int) -> str | None:
     problem = _sequence_problem(name)
     if problem is not None:
         return problem
+    if len(name) > max_len and any(
+        len(c) > MAX_CHARACTER_CODE_POINTS for c in _GRAPHEMES.findall(name)
+    ):
+        return (
+            "a character of a display name holds at most "
+            f"{MAX_CHARACTER_CODE_POINTS} code points (joined emoji or letters count as one)"
+        )
     if not _VISIBLE.search(name):
         return "a display name needs at least one visible letter, digit, symbol or emoji"
     return None

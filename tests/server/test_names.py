@@ -411,3 +411,27 @@ async def test_an_emoji_name_is_taken_over_the_wire(make_client: ClientFactory) 
     client = await make_client("👩\u200d💻 🇫🇷")
     room = await client.create_room("canfield")
     assert [m["name"] for m in room["members"]] == ["👩\u200d💻 🇫🇷"]
+
+
+FAMILY = "\U0001f469\U0001f3fd\u200d\U0001f469\U0001f3fd\u200d\U0001f467\U0001f3fd\u200d\U0001f466\U0001f3fd"
+ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\u200d".join(["\U0001f44d"] * 80),  # one grapheme, shown as 80 thumbs
+        "\U0001f3f4" + "\U000e0061" * 120 + "\U000e007f",  # a flag of 120 tags
+        "\u0915" + "\u094d\u0915" * 40,  # 40 consonants joined by viramas
+        "Ann " + "\u1100" * 60 + "\u1161" * 60 + "\u11a8" * 59,  # a 179-jamo syllable
+    ],
+    ids=["zwj-chain", "tag-flag", "virama-chain", "jamo-cluster"],
+)
+def test_one_character_that_shows_as_a_long_line_is_refused(name: str) -> None:
+    problem = names.name_problem(name, names.MAX_NAME_LEN)
+    assert problem is not None and "code points" in problem, (len(name), problem)
+
+
+def test_the_longest_emoji_sequences_are_one_character_each() -> None:
+    assert len(FAMILY) == 11 and len(ENGLAND) == 7
+    assert names.name_problem(f"{FAMILY} {ENGLAND} Ann", names.MAX_NAME_LEN) is None
