@@ -53,7 +53,8 @@ class Budgets:
     address_burst: int = 600
     """Frames an address may send at once before its rate applies."""
     heavy_request_cost: int = 10
-    """Messages a leaderboard request counts as, against both rates (it reads the store)."""
+    """Messages a leaderboard request or a ``revoke_tokens`` counts as, against both rates
+    (each reads or writes the store at length)."""
     connections_per_address: int = 64
     """Open connections from one address; one more gets an ``over_budget`` error (retry
     after 1 s) and is closed with 1013, try again later."""

@@ -65,8 +65,9 @@ __all__ = ["Node", "Session"]
 
 log = structlog.get_logger("solrace.server")
 
-HEAVY = frozenset({GetLeaderboard})
-"""Requests that read the store at length: they count as ``heavy_request_cost`` messages."""
+HEAVY = frozenset({GetLeaderboard, RevokeTokens})
+"""Requests that read or write the store at length (a board; every token of an account
+revoked and each of its connections told): they count as ``heavy_request_cost`` messages."""
 
 PRUNE_INTERVAL_S = 30.0
 """How often a node forgets the message-rate buckets it no longer needs."""

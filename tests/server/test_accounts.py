@@ -231,6 +231,18 @@ async def test_revoking_the_tokens_keeps_this_connection(start_server: ServerFac
         assert refused(await guest.request(request), "not_an_account"), request
 
 
+async def test_revoking_the_tokens_counts_as_a_heavy_request(start_server: ServerFactory) -> None:
+    server = await start_server()
+    raw = await claimed(server, "Hana")
+    limits, budgets = server.config.limits, server.config.budgets
+    # What the burst leaves after claiming, spent ten messages at a time: each revoke
+    # writes the store and tells every connection of the account.
+    kinds = [(await raw.request({"type": "revoke_tokens"}))["type"] for _ in range(8)]
+    taken = kinds.count("account")
+    assert taken <= limits.burst // budgets.heavy_request_cost, kinds
+    assert "error" in kinds, kinds
+
+
 # -- deleting ------------------------------------------------------------------------------
 
 
