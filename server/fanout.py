@@ -115,7 +115,8 @@ class FanOut:
                     median_ms=config.daily_flag_median_ms,
                 )
                 entry = replace(entry, flag=flag)
-            await backend.save_daily_entry(entry)
+            # As kept: the address rules' verdict, kept when the attempt started, is in it.
+            entry = await backend.save_daily_entry(entry)
             log.info(
                 "daily_recorded",
                 date=event.daily,

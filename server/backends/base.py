@@ -424,10 +424,11 @@ class Backend(ABC):
         (:func:`..daily.address_verdict`), for :meth:`save_daily_entry` to apply."""
 
     @abstractmethod
-    async def save_daily_entry(self, entry: Entry) -> None:
+    async def save_daily_entry(self, entry: Entry) -> Entry:
         """Keep a finished attempt, with the verdict kept for it when it started
         (:func:`..daily.judged`); a ranked one joins its board of the day and of all time,
-        unless it is flagged: it then waits for review (:meth:`daily_flagged`)."""
+        unless it is flagged: it then waits for review (:meth:`daily_flagged`). The entry
+        as kept, verdict and all."""
 
     @abstractmethod
     async def daily_top(

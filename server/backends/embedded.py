@@ -1031,7 +1031,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             (date, variant, player_id, unranked, flag),
         )
 
-    async def save_daily_entry(self, entry: Entry) -> None:
+    async def save_daily_entry(self, entry: Entry) -> Entry:
         """Insert the attempt (a repeat of the same attempt changes nothing)."""
         if entry.ranked:
             verdict = self.db.execute(
@@ -1057,6 +1057,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
                 int(entry.held),
             ),
         )
+        return entry
 
     def _entries(self, sql: str, args: tuple[Any, ...]) -> list[Entry]:
         return [Entry.from_dict(json.loads(row[0])) for row in self.db.execute(sql, args)]

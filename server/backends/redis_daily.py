@@ -102,7 +102,7 @@ class RedisDailyMixin:
                 self._day(date, variant, "verdicts"), player_id, json.dumps([unranked, flag])
             )
 
-    async def save_daily_entry(self, entry: Entry) -> None:
+    async def save_daily_entry(self, entry: Entry) -> Entry:
         """Every attempt goes to the day's and the player's hashes; a ranked one also to its
         board's sorted sets of the day and of the variant, or, flagged, into review."""
         if entry.ranked:
@@ -122,7 +122,7 @@ class RedisDailyMixin:
                 data,
             )
             if not entry.ranked:
-                return
+                return entry
             if entry.held:
                 await self._redis.hsetnx(
                     self._day(entry.date, entry.variant, "flagged"), entry.player_id, data
@@ -130,8 +130,9 @@ class RedisDailyMixin:
                 await self._redis.sadd(
                     self._in_review(), f"{entry.date}|{entry.variant}|{entry.player_id}"
                 )
-                return
+                return entry
             await self._put_on_board(entry, data)
+        return entry
 
     async def _put_on_board(self, entry: Entry, data: str) -> None:
         board = entry.board

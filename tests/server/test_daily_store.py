@@ -72,6 +72,20 @@ async def test_the_ranks_follow_when_each_count_was_first_reached(backend: Backe
     assert [e.player_id for e in top] == ["more", "played-on", "quick-quit"]
 
 
+async def test_an_entry_is_given_back_as_kept_with_its_address_verdict(backend: Backend) -> None:
+    # The verdict of the address rules, kept as the attempt started, is in the entry the
+    # store gives back (what the node logs as daily_recorded), not only in the one it reads.
+    await backend.keep_daily_verdict(DATE, "canfield", "cid", "address_limit", None)
+    await backend.keep_daily_verdict(DATE, "canfield", "dee", None, "address:2")
+    unranked = await backend.save_daily_entry(entry("cid", 20, 5_000))
+    flagged = await backend.save_daily_entry(entry("dee", 21, 5_000))
+    plain = await backend.save_daily_entry(entry("eve", 22, 5_000))
+    assert (unranked.unranked, unranked.ranked) == ("address_limit", False)
+    assert (flagged.flag, flagged.held) == ("address:2", True)
+    assert (plain.unranked, plain.flag, plain.ranked) == (None, None, True)
+    assert [e.player_id for e in await backend.daily_top(DATE, "canfield", 0, 10)] == ["eve"]
+
+
 async def test_a_flagged_entry_waits_off_the_board_until_kept_or_removed(
     backend: Backend,
 ) -> None:
