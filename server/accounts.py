@@ -43,6 +43,7 @@ from ..protocol import (
 from . import names
 from .admin import NOTICES
 from .backends import AccountRecord
+from .daily import address_tag
 from .identity import check_name, sign_token
 
 if TYPE_CHECKING:
@@ -140,17 +141,27 @@ class Accounts:
     async def _checked(
         self, session: Session, record: AccountRecord | None, keys: frozenset[str], password: str
     ) -> bool:
-        """Spend the password-check budgets (of the address and of the account), then
-        check the password against the account's (none: a wrong one)."""
+        """Spend the password-check budgets (of the address, and of the account unless the
+        address is one of its last right ones), then check the password against the
+        account's (none: a wrong one); a right one keeps the address among the account's."""
         node = self.node
         account = record.player_id if record is not None else _budget_key(keys)
-        await node.guard.spend(session, node.guard.logins, node.now_ms(), account=account)
+        # From an address the password was given right from before, the account's own
+        # budget is not spent (the address's is): guesses from elsewhere, which spend it,
+        # cannot lock the owner out of their account at home.
+        tag = address_tag(node.secret, session.address)
+        known = record is not None and await node.backend.known_login_address(account, tag)
+        budgets = node.guard.logins[:1] if known else node.guard.logins
+        await node.guard.spend(session, budgets, node.now_ms(), account=account)
         try:
             normal = check_password(password)
         except ProtocolError:
             normal = None  # no password of any account: refused, at the cost of a check
         hashed = record.password_hash if record is not None and normal is not None else None
-        return await self.verify(hashed, normal or password)  # with None, never a match
+        right = await self.verify(hashed, normal or password)  # with None, never a match
+        if right and record is not None:
+            await node.backend.note_login_address(account, tag, node.now_ms())
+        return right
 
     async def _rehash(self, record: AccountRecord, password: str) -> None:
         """Hash again a password hashed with older parameters (keeping its tokens)."""
@@ -240,6 +251,9 @@ class Accounts:
                     ErrorCode.ALREADY_AN_ACCOUNT, "this identity is an account already"
                 )
             raise ProtocolError(ErrorCode.NAME_TAKEN, taken)
+        # Its owner set the password from here: a right one from here spends no account
+        # budget (see _checked).
+        await backend.note_login_address(player_id, address_tag(node.secret, session.address), now)
         log.info("account_claimed", player=player_id)
         await session.reply(Account(req.id, name, now, await self._token(player_id)))
 

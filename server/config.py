@@ -87,7 +87,10 @@ class Budgets:
     """Password checks (a login, ``change_password``, ``delete_account``) one address may
     ask for in a minute, right or wrong."""
     account_logins_per_hour: int = 30
-    """Password checks of one account in an hour, from every address together."""
+    """Password checks of one account in an hour, from every address together, but for the
+    addresses its password was given right from lately (its claim, its logins: the last
+    8), which spend only their own ``logins_per_minute``: guesses from elsewhere cannot
+    lock its owner out at home."""
     accounts_per_day: int = 5
     """Accounts one address may claim in a day."""
     races_per_hour: int = 60

@@ -16,7 +16,11 @@ from typing import Any
 from ..daily import Entry
 from ..room import Outcome, Room
 
+LOGIN_ADDRESSES = 8
+"""Addresses an account's password was given right from that the store keeps for it."""
+
 __all__ = [
+    "LOGIN_ADDRESSES",
     "AccountRecord",
     "Backend",
     "BackendUnavailable",
@@ -193,6 +197,16 @@ class Backend(ABC):
     async def account_named(self, keys: Collection[str]) -> str | None:
         """The player id of the account whose name has one of ``keys`` (see
         :func:`..names.name_keys`), or None."""
+
+    @abstractmethod
+    async def known_login_address(self, player_id: str, tag: str) -> bool:
+        """Whether the account's password was given right from the address ``tag`` stands
+        for (an HMAC of it) at one of its last ``LOGIN_ADDRESSES`` addresses."""
+
+    @abstractmethod
+    async def note_login_address(self, player_id: str, tag: str, now_ms: int) -> None:
+        """Keep ``tag`` among the account's last ``LOGIN_ADDRESSES`` addresses where its
+        password was given right (the oldest goes)."""
 
     @abstractmethod
     async def create_account(

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from .base import AccountRecord
+from .base import LOGIN_ADDRESSES, AccountRecord
 
 __all__ = ["ACCOUNTS_SCHEMA", "EmbeddedAccountsMixin"]
 
@@ -31,6 +31,12 @@ CREATE TABLE IF NOT EXISTS account_names (
     player_id TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS account_names_player ON account_names (player_id);
+CREATE TABLE IF NOT EXISTS login_addresses (
+    player_id TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (player_id, tag)
+);
 """
 
 
@@ -111,6 +117,25 @@ class EmbeddedAccountsMixin:
         row = db.execute("SELECT gen FROM players WHERE player_id = ?", (player_id,)).fetchone()
         return int(row[0]) if row is not None else None
 
+    async def known_login_address(self, player_id: str, tag: str) -> bool:
+        """A row of ``login_addresses``."""
+        row = self.db.execute(
+            "SELECT 1 FROM login_addresses WHERE player_id = ? AND tag = ?", (player_id, tag)
+        ).fetchone()
+        return row is not None
+
+    async def note_login_address(self, player_id: str, tag: str, now_ms: int) -> None:
+        """Keep the row, and the account's newest ``LOGIN_ADDRESSES`` alone."""
+        db = self._write()
+        db.execute(
+            "INSERT OR REPLACE INTO login_addresses VALUES (?, ?, ?)", (player_id, tag, now_ms)
+        )
+        db.execute(
+            "DELETE FROM login_addresses WHERE player_id = ? AND tag NOT IN ("
+            "SELECT tag FROM login_addresses WHERE player_id = ? ORDER BY at_ms DESC LIMIT ?)",
+            (player_id, player_id, LOGIN_ADDRESSES),
+        )
+
     async def delete_account(self, player_id: str, name: str) -> bool:
         """Delete the account's rows and anonymise its daily entries, in one transaction."""
         if await self.account(player_id) is None:
@@ -141,6 +166,7 @@ class EmbeddedAccountsMixin:
                     (anonymous, *day),
                 )
         db.execute("DELETE FROM account_names WHERE player_id = ?", (player_id,))
+        db.execute("DELETE FROM login_addresses WHERE player_id = ?", (player_id,))
         db.execute("DELETE FROM accounts WHERE player_id = ?", (player_id,))
         db.execute("DELETE FROM players WHERE player_id = ?", (player_id,))
         return True

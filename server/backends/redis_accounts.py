@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from .base import AccountRecord
+from .base import LOGIN_ADDRESSES, AccountRecord
 
 __all__ = ["RedisAccountsMixin"]
 
@@ -219,6 +219,21 @@ class RedisAccountsMixin:
                 args=[old_hash, new_hash, "1" if revoke else "0"],
             )
         return None if int(gen) < 0 else int(gen)
+
+    async def known_login_address(self, player_id: str, tag: str) -> bool:
+        """The ``logins`` field of the player's hash: the tags, newest first."""
+        with self._guard():
+            known = await self._redis.hget(self._player_key(player_id), "logins")
+        return known is not None and tag in str(_text(known)).split(",")
+
+    async def note_login_address(self, player_id: str, tag: str, now_ms: int) -> None:
+        """Put ``tag`` first in the ``logins`` field, the newest ``LOGIN_ADDRESSES`` kept
+        (two logins at once may each keep their own list: the last one written stays)."""
+        key = self._player_key(player_id)
+        with self._guard():
+            known = await self._redis.hget(key, "logins")
+            tags = [t for t in str(_text(known) or "").split(",") if t and t != tag]
+            await self._redis.hset(key, "logins", ",".join([tag, *tags][:LOGIN_ADDRESSES]))
 
     async def delete_account(self, player_id: str, name: str) -> bool:
         """Rewrite the daily entries day by day, give the names back, delete the hash."""

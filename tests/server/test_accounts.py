@@ -18,7 +18,9 @@ from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
 from e2e_support import RawClient
 
 from solrace.client import Client, ServerError
+from solrace.server import names
 from solrace.server.accounts import DELETED_NAME
+from solrace.server.backends.base import LOGIN_ADDRESSES
 
 PASSWORD = "correct horse battery"
 DAY_ONE = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC).timestamp()
@@ -377,6 +379,36 @@ async def test_an_account_is_held_to_its_budget_from_every_address(
         await login(server, "PIA", PASSWORD, headers=at("192.0.2.9")), "account_logins_per_hour"
     )
     assert (await login(server, "Quinn", PASSWORD, headers=at("192.0.2.9")))["type"] == "welcome"
+
+
+async def test_guesses_from_elsewhere_do_not_lock_the_owner_out_at_home(
+    start_server: ServerFactory,
+) -> None:
+    server = await start_server(
+        budgets=replace(LOOSE_BUDGETS, account_logins_per_hour=2),
+        trusted_proxies=("127.0.0.1",),
+    )
+    home, cafe = at("198.51.100.20"), at("198.51.100.30")
+    guest = await RawClient.open(server.url, name="Rhea", headers=home)
+    assert (await guest.request({"type": "claim", "password": PASSWORD}))["type"] == "account"
+    assert (await login(server, "Rhea", PASSWORD, headers=cafe))["type"] == "welcome"
+    for n in range(4):  # the account's budget, spent from elsewhere and past it
+        await login(server, "Rhea", "guess guess", headers=at(f"192.0.2.{n}"))
+    assert over(
+        await login(server, "Rhea", PASSWORD, headers=at("192.0.2.9")), "account_logins_per_hour"
+    )
+    # Where the password was given right before (the claim, a login), it still works.
+    for place in (home, cafe):
+        assert (await login(server, "Rhea", PASSWORD, headers=place))["type"] == "welcome"
+    # A wrong one from there is still refused, and spends that address's own budget.
+    assert refused(await login(server, "Rhea", "guess guess", headers=home), "wrong_password")
+    backend = server.node.backend
+    account = await backend.account_named(names.name_keys("Rhea"))
+    assert account is not None
+    for n in range(LOGIN_ADDRESSES + 2):  # the store keeps the newest few alone
+        await backend.note_login_address(account, f"tag{n}", 1_000 + n)
+    assert await backend.known_login_address(account, f"tag{LOGIN_ADDRESSES + 1}")
+    assert not await backend.known_login_address(account, "tag0")
 
 
 async def test_deleting_anonymises_entries_on_the_bots_board_and_in_review(
