@@ -113,24 +113,36 @@ Dead positions, cut without a search (a position's verdict is its class's): a st
 among those checked (the start, and those
 after a move that took a card from the reserve or the waste: the check costs about as
 much as a state's moves, and those moves change most what it looks at), whose reserve
-has a top card ``X`` that can never leave the reserve. Take any line
-of play from the state in which ``X`` leaves, and the first time ``t`` it does. Before ``t``
-no pile empties (CF-13 would fill it with ``X`` at once): bottom cards neither move nor go
-home, and no card of the reserve moves. :func:`_reserve_stuck` works out, as least fixed
-points of monotone rules, sets that hold every event of such a line before ``t``, by
-induction on time (each rule asks only for events earlier than the one it grants):
+holds a card that can never leave it. Number the reserve's cards ``X1`` (the top),
+``X2``, … and take any line of play from the state in which ``Xk`` leaves, and the
+times ``t1 < t2 < … < tk`` at which ``X1`` to ``Xk`` leave (each is the reserve's top card
+from the time the one above it left). Between two of these times no pile empties for
+long (CF-13 fills it at once with the reserve's top card, which is then the next to
+leave): a bottom card moves, or goes home, only at some ``tj``, the move that empties its
+pile, and the reserve's top card ``Xj`` then fills it, and is that pile's bottom card from
+then on; no card of the reserve moves but at its own time. :func:`_reserve_leaves` works
+out, for ``k = 1, 2, …`` in turn, as least fixed points of monotone rules, sets that hold
+every event of such a line before ``tk``, by induction on time (each rule asks only for
+events earlier than the one it grants):
 
 - *placeable*, the cards that are at some time the top card of a pile: the tops now; a
   tableau card once the card lying on it gets off it (nothing else uncovers it: a run
   that moves keeps its order); a card on the foundations or in the waste and stock (at a
-  position that reaches the waste's top) once a card it goes on is placeable (with no
-  empty pile it can only arrive on a pile's top card, which is then one that goes under
-  it; a King never arrives). Never a card of the reserve.
+  position that reaches the waste's top), or *free* (below), once a card it goes on is
+  placeable (with no empty pile it can only arrive on a pile's top card, which is then
+  one that goes under it; a King never arrives); a free reserve card that may have
+  filled a pile. Never a card still in the reserve under ``Xk``, nor ``Xk``.
 - *off*, for a tableau card lying on a card ``u``: it moves onto a placeable card it goes
   on other than ``u``, or it goes home.
 - *bankable*, in suit order from the foundations' heights: a card of the waste and stock
-  at a position that reaches the waste's top; a tableau card but a bottom card, once it is
-  placeable (it goes home from a pile's top). Never a card of the reserve.
+  at a position that reaches the waste's top; a free card; a tableau card but a bottom
+  card, once it is placeable (it goes home from a pile's top). Never a card of the
+  reserve under ``Xk``, nor ``Xk``.
+- *free*: ``X1`` to ``X(k-1)``, and every bottom card that may have left its pile at one of
+  ``t1`` to ``t(k-1)`` (as below, with the sets of that time): once it has left, such a
+  card lies on a pile's top card, or in an emptied pile, or on its foundation, so it is
+  placeable only when a card it goes on is, or when it filled a pile, and banked only in
+  suit order. A bottom card that is not free has never moved nor gone home.
 - the positions of the waste and stock (``seq``, 0 the waste's bottom card) ever at the
   waste's top, and those ever played (reaching the top, with a card that is bankable or
   goes on a placeable card). A card comes to the top of the waste by a draw, or when the
@@ -143,11 +155,22 @@ induction on time (each rule asks only for events earlier than the one it grants
   it comes up only if ``(j + 1) mod 3`` is at most the number of positions below ``j`` ever
   played, or every position above ``j`` is played.
 
-``X`` leaves at ``t`` only to its foundation (the card below it in its suit bankable), onto
-a placeable card, or into a pile that empties at ``t``: its bottom card goes onto a
-placeable card, or goes home (the card below it in its suit bankable, and the bottom card
-at the top: the pile is that card alone, or its second card gets off). When none of these
-holds, no line ever empties the reserve, and the state has no win.
+The sets for ``Xk`` hold those for ``X(k-1)`` (the rules only grow, and ``free`` too), so each
+goes on from the last. ``Xk`` leaves at ``tk`` to its foundation (the card below it in its suit
+bankable), onto a placeable card, or into a pile that empties at ``tk``: the pile's bottom
+card ``b`` goes onto a placeable card, or goes home (the card below it in its suit
+bankable, and ``b`` at the top: the pile is ``b`` alone, or its second card gets off; for a
+reserve card that filled the pile, the cards on it are taken to get off). A pile empties
+once for each bottom card it has: its first, then each reserve card that fills it. So the
+line needs, at each ``tk`` at which ``Xk`` can go neither home nor onto a placeable card, a
+pile whose bottom card then may leave, and ``Xk`` becomes that pile's bottom card. Whether
+some choice of piles meets every such ``tk`` is decided by taking any pile that fits each
+time (:func:`_reserve_leaves` keeps one such line's bottom cards): a bottom card that may
+leave at ``tk`` may leave at every later time too (the sets only grow), so two such cards
+are alike from then on, and leaving a pile's bottom card where it is, when ``Xk`` can go
+elsewhere, keeps a card that may leave instead of ``Xk``, so the choice never loses a
+line. When some ``Xk`` cannot leave, no line ever empties the reserve, and the state has
+no win.
 """
 
 from __future__ import annotations
@@ -161,7 +184,7 @@ from .game import Game
 __all__ = ["CanfieldModel"]
 
 Pos = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int]
-# A position and whether its reserve is checked (:func:`_reserve_stuck`) before its moves:
+# A position and whether its reserve is checked (:func:`_reserve_leaves`) before its moves:
 # at the start, and after a move that took a card from the reserve or the waste.
 State = tuple[tuple[bytes, ...], tuple[int, ...], int, bytes, int, bool]
 Action = tuple[int, int, int]
@@ -229,26 +252,22 @@ def _fits_any(cards: int) -> int:
     return red | red << 39 | black << 13 | black << 26
 
 
-def _reserve_stuck(
+def _reserve_leaves(
     piles: tuple[bytes, ...], found: tuple[int, ...], reserve: bytes, seq: bytes, p: int
-) -> bool:
-    """Whether the top card of ``reserve`` (not empty) can never leave it.
+) -> int:
+    """How many of ``reserve``'s cards (not empty), from its top, may leave it in turn: all
+    of them when the result is ``len(reserve)``, else ``reserve[-1 - result]`` never leaves.
 
-    Everything is worked out under the hypothesis that it never leaves, and the answer is
-    True when no way for it to leave is left (module docstring). Sets of cards are bits:
+    For each card ``X`` in turn, the sets are worked out under the hypothesis that ``X``
+    never leaves, once the cards above it have (module docstring); sets of cards are bits:
     ``placeable``, the cards ever at the top of a pile; ``bankable``, those ever banked;
-    ``off``, the tableau cards that ever get off the card they lie on. ``acc`` and ``rem``
-    are sets of positions in ``seq``: those ever at the waste's top, those ever played.
+    ``off``, the tableau cards that ever get off the card they lie on; ``free``, the cards
+    that left the reserve or a pile's bottom. ``acc`` and ``rem`` are sets of positions in
+    ``seq``: those ever at the waste's top, those ever played. Each card's sets go on from
+    the last card's: the rules only add to them, and a round that adds nothing ends.
     """
     if not all(piles):
-        return False  # an empty pile takes the reserve's top card
-    top = reserve[-1]
-    tops = {pile[-1] for pile in piles}
-    if RANK[top] == 1 or found[SUIT[top]] == RANK[top] - 1 or not tops.isdisjoint(_ABOVE[top]):
-        return False  # at once: home, or onto a pile's top card
-    for pile in piles:
-        if not tops.isdisjoint(_ABOVE[pile[0]]):
-            return False  # the pile moves whole onto another: the reserve's top fills it
+        return len(reserve)  # an empty pile takes the reserve's top card
     placeable = on_tab = bottoms = 0
     inner: list[tuple[int, int, int]] = []  # (card, the cards it may go on, the card under it)
     for pile in piles:
@@ -272,58 +291,116 @@ def _reserve_stuck(
         if p:
             now = _MOD3[(p - 1) % 3] >> (p - 1) << (p - 1)
         now = (now | _MOD3[2] | 1 << (n - 1)) & full
-    acc = rem = acc_cards = rem_cards = off = 0
-    while True:
-        reach = now | rem >> 1
-        if rem:
-            low = rem & -rem
-            reach |= _MOD3[0] & ~((low << 1) - 1)
-            rest = rem & ~low
-            if rest:
-                reach |= _MOD3[1] & ~(((rest & -rest) << 1) - 1)
-        left = full & ~rem
-        reach |= full & ~((1 << (left.bit_length() - 1)) - 1) if left else full
-        new = reach & full & ~acc
-        if new:
-            acc |= new
-            while new:
-                low = new & -new
-                new ^= low
-                acc_cards |= 1 << seq[low.bit_length() - 1]
-        changed = False
-        more = (down | acc_cards) & _fits_any(placeable) & ~placeable
-        if more:
-            placeable |= more
-            changed = True
-        for bit, above, under in inner:
-            if not off & bit and (bankable & bit or placeable & above):
-                off |= bit
-                placeable |= under
-                changed = True
-        while True:
-            more = ((bankable << 1) & ~_ACES | _ACES) & ~bankable & (acc_cards | out & placeable)
-            if not more:
-                break
-            bankable |= more
-            changed = True
-        played = acc_cards & (bankable | placeable) & ~rem_cards
-        if played:
-            rem_cards |= played
-            while played:
-                low = played & -played
-                played ^= low
-                rem |= 1 << seq.index(low.bit_length() - 1)
-        elif not changed:
-            break
-    if bankable >> (top - 1) & 1 or placeable & _ABOVE_BITS[top]:
-        return False
-    for pile in piles:  # a pile that empties takes the reserve's top card
-        b = pile[0]
-        if placeable & _ABOVE_BITS[b]:
-            return False
-        if (RANK[b] == 1 or bankable >> (b - 1) & 1) and (len(pile) == 1 or off >> pile[1] & 1):
-            return False
-    return True
+    acc = rem = acc_cards = rem_cards = off = free = lifted = 0
+    rem_seen = seen_p = seen_b = seen_ep = seen_eb = -1
+    ok = emptied = 0
+    bots = [pile[0] for pile in piles]  # each pile's bottom card, on one line of play
+    dirty = True
+    waiting = 0  # the reserve's cards from the one looked at down
+    for c in reserve:
+        waiting |= 1 << c
+    for i in range(len(reserve) - 1, -1, -1):
+        top = reserve[i]
+        while dirty:
+            p0, b0, r0 = placeable, bankable, rem
+            if rem != rem_seen:
+                rem_seen = rem
+                reach = now | rem >> 1
+                if rem:
+                    low = rem & -rem
+                    reach |= _MOD3[0] & ~((low << 1) - 1)
+                    rest = rem & ~low
+                    if rest:
+                        reach |= _MOD3[1] & ~(((rest & -rest) << 1) - 1)
+                left = full & ~rem
+                reach |= full & ~((1 << (left.bit_length() - 1)) - 1) if left else full
+                new = reach & full & ~acc
+                if new:
+                    acc |= new
+                    while new:
+                        low = new & -new
+                        new ^= low
+                        acc_cards |= 1 << seq[low.bit_length() - 1]
+            # the cards that go on a placeable card (one rank below, the other colour)
+            red = ((placeable >> 13 | placeable >> 26) & _RANKS) >> 1
+            black = ((placeable | placeable >> 39) & _RANKS) >> 1
+            more = (
+                (down | acc_cards | free)
+                & (red | red << 39 | black << 13 | black << 26)
+                & ~placeable
+            )
+            if more:
+                placeable |= more
+            if inner and (placeable != seen_p or bankable != seen_b):
+                seen_p, seen_b = placeable, bankable
+                keep = []
+                for entry in inner:
+                    bit, above, under = entry
+                    if bankable & bit or placeable & above:
+                        off |= bit
+                        placeable |= under
+                    else:
+                        keep.append(entry)
+                inner = keep
+            cand = acc_cards | free | out & placeable
+            while True:
+                more = ((bankable << 1) & ~_ACES | _ACES) & ~bankable & cand
+                if not more:
+                    break
+                bankable |= more
+            played = acc_cards & (bankable | placeable) & ~rem_cards
+            if played:
+                rem_cards |= played
+                while played:
+                    low = played & -played
+                    played ^= low
+                    rem |= 1 << seq.index(low.bit_length() - 1)
+            dirty = placeable != p0 or bankable != b0 or rem != r0
+        if placeable != seen_ep or bankable != seen_eb:
+            seen_ep, seen_eb = placeable, bankable
+            # the cards that may go home, or onto a placeable card
+            ok = (bankable << 1) & ~_ACES | _ACES | _fits_any(placeable)
+            # the bottom cards that may leave now, emptying their pile: onto a placeable
+            # card, or home, the pile's other cards off it (taken to get off a reserve card
+            # that filled it)
+            emptied = 0
+            for pile in piles:
+                b = pile[0]
+                if placeable & _ABOVE_BITS[b] or (
+                    (RANK[b] == 1 or bankable >> (b - 1) & 1)
+                    and (len(pile) == 1 or off >> pile[1] & 1)
+                ):
+                    emptied |= 1 << b
+        if not waiting & ~ok:
+            return len(reserve)  # each may go home or onto a placeable card
+        bit = 1 << top
+        waiting &= ~bit
+        gone = emptied | lifted & ok
+        if not ok & bit:
+            # only into a pile that empties: on the line, the first that may
+            for j, b in enumerate(bots):
+                if gone >> b & 1:
+                    bots[j] = top
+                    break
+            else:
+                return len(reserve) - 1 - i
+        added = (bit | gone) & ~free
+        free |= added
+        if gone:
+            lifted |= bit
+            if not placeable & bit:
+                placeable |= bit
+                dirty = True
+        if added & ok:
+            dirty = True
+    return len(reserve)
+
+
+def _reserve_stuck(
+    piles: tuple[bytes, ...], found: tuple[int, ...], reserve: bytes, seq: bytes, p: int
+) -> bool:
+    """Whether some card of ``reserve`` (not empty) can never leave it: then no win."""
+    return _reserve_leaves(piles, found, reserve, seq, p) < len(reserve)
 
 
 def _canon(
@@ -360,6 +437,12 @@ def _takes_any(cards: int) -> int:
     return black << 13 | black << 26 | red | red << 39
 
 
+def _suit_above(found: tuple[int, ...], c: int) -> list[int]:
+    """The cards of ``c``'s suit above it that are on its foundation."""
+    s = c // 13
+    return list(range(c + 1, s * 13 + found[s]))
+
+
 def _stuck_down(
     piles: tuple[bytes, ...], found: tuple[int, ...], card: int, into_empty: bool = False
 ) -> list[Member]:
@@ -373,38 +456,48 @@ def _stuck_down(
         return []  # its King would have to come down first, and it can lie on nothing
     tops = {pile[-1] for pile in piles if pile}
     out: list[Member] = []
-
-    def above(c: int) -> list[int]:
-        s = c // 13
-        return list(range(c + 1, s * 13 + found[s]))
-
-    def place(todo: list[int], stuck: set[int], on: dict[int, int], used: set[int]) -> None:
-        if not todo:
-            pl = list(piles)
-            f = list(found)
-            acts: list[Action] = []
-            for c in sorted(on, key=lambda c: -(c % 13)):
-                t = on[c]
-                j = next(j for j, pile in enumerate(pl) if pile and pile[-1] == t)
-                pl[j] += bytes((c,))
-                f[c // 13] -= 1
-                acts.append((c, 1, t))
-            out.append((tuple(pl), tuple(f), tuple(acts)))
-            return
-        c = max(todo, key=lambda c: c % 13)  # the highest rank left: its card to lie on
-        rest = [d for d in todo if d != c]
-        for a in _ABOVE[c]:
-            if a in used:
-                continue
-            if a in tops or a in stuck:
-                place(rest, stuck, {**on, c: a}, used | {a})
-            elif found[a // 13] > a % 13 and a % 13 < 12:  # on its foundation, not a King
-                more = [a, *(d for d in above(a) if d not in stuck)]
-                place(rest + more, stuck | set(more), {**on, c: a}, used | {a})
-
-    first = above(card) if into_empty else [card, *above(card)]
-    place(first, set(first), {}, set())
+    first = _suit_above(found, card) if into_empty else [card, *_suit_above(found, card)]
+    _place(piles, found, tops, out, first, set(first), {}, set())
     return out
+
+
+def _place(
+    piles: tuple[bytes, ...],
+    found: tuple[int, ...],
+    tops: set[int],
+    out: list[Member],
+    todo: list[int],
+    stuck: set[int],
+    on: dict[int, int],
+    used: set[int],
+) -> None:
+    """:func:`_stuck_down`'s positions with the cards ``todo`` still to place, ``on`` the
+    card each placed one lies on (a module-level function: a closure that calls itself
+    is a reference cycle, left to the cyclic collector, which the search turns off)."""
+    if not todo:
+        pl = list(piles)
+        f = list(found)
+        acts: list[Action] = []
+        for c in sorted(on, key=lambda c: -(c % 13)):
+            t = on[c]
+            j = next(j for j, pile in enumerate(pl) if pile and pile[-1] == t)
+            pl[j] += bytes((c,))
+            f[c // 13] -= 1
+            acts.append((c, 1, t))
+        out.append((tuple(pl), tuple(f), tuple(acts)))
+        return
+    c = max(todo, key=lambda c: c % 13)  # the highest rank left: its card to lie on
+    rest = [d for d in todo if d != c]
+    for a in _ABOVE[c]:
+        if a in used:
+            continue
+        if a in tops or a in stuck:
+            _place(piles, found, tops, out, rest, stuck, {**on, c: a}, used | {a})
+        elif found[a // 13] > a % 13 and a % 13 < 12:  # on its foundation, not a King
+            more = [a, *(d for d in _suit_above(found, a) if d not in stuck)]
+            _place(
+                piles, found, tops, out, rest + more, stuck | set(more), {**on, c: a}, used | {a}
+            )
 
 
 class CanfieldModel:
@@ -475,8 +568,8 @@ class CanfieldModel:
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, seq, p, new = state
         reserve = self.reserve
-        if new and rc and _reserve_stuck(piles, found, reserve[:rc], seq, p):
-            return []  # the reserve's top card can never leave it: no win
+        if new and rc and _reserve_leaves(piles, found, reserve[:rc], seq, p) < rc:
+            return []  # a card of the reserve can never leave it: no win
         runs_only = self.runs_only
         n = len(seq)
         # Waste positions reachable by draws and redeals.

@@ -14,6 +14,7 @@ whose way back onto the tableau a win needs) against the same plain search.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import random
 from concurrent.futures import ProcessPoolExecutor
@@ -31,7 +32,13 @@ from solrace.engine.solver import (
     solve_deals,
     solve_position,
 )
-from solrace.engine.solver_canfield import CanfieldModel, _reserve_stuck
+from solrace.engine.solver_canfield import (
+    CanfieldModel,
+    Child,
+    State,
+    _reserve_leaves,
+    _reserve_stuck,
+)
 from solrace.engine.solver_plain import plain_search
 
 CF, RC, AC, BC = "canfield", "rainbow-canfield", "american-canister", "british-canister"
@@ -207,6 +214,18 @@ def test_a_budget_spent_is_unknown() -> None:
     assert outcome.nodes <= 50
 
 
+def test_the_search_turns_the_cyclic_collector_back_on() -> None:
+    assert gc.isenabled()
+    solve_deal(CF, 0, budget_s=None, max_nodes=50)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        solve_deal(CF, 0, budget_s=None, max_nodes=50)
+        assert not gc.isenabled()  # left as it was
+    finally:
+        gc.enable()
+
+
 def test_solve_deals_runs_in_worker_processes_in_the_seeds_order() -> None:
     with ProcessPoolExecutor(max_workers=2) as pool:
         outcomes = list(solve_deals(BC, [3, 1, 2], budget_s=1.0, executor=pool))
@@ -232,20 +251,22 @@ def test_a_reserve_card_that_can_never_leave_is_no_win_by_both_searches() -> Non
     game = build(CF, **RESERVE_STUCK)  # type: ignore[arg-type]
     model = CanfieldModel(game)
     piles, found, rc, seq, p, _ = model.root
-    assert not _reserve_stuck(piles, found, model.reserve[:rc], seq, p)  # QD can leave
-    assert _reserve_stuck(piles, found, model.reserve[: rc - 1], seq, p)  # 7H, under it, never
+    # QD can leave; 7H, under it, never: the search stops at the start.
+    assert _reserve_leaves(piles, found, model.reserve[:rc], seq, p) == 1
+    assert _reserve_leaves(piles, found, model.reserve[: rc - 1], seq, p) == 0
     assert plain_search(game, max_positions=20_000) is False
-    assert solve_position(game, budget_s=None, max_nodes=20_000).verdict is Verdict.NOT_WINNABLE
+    outcome = solve_position(game, budget_s=None, max_nodes=20_000)
+    assert outcome.verdict is Verdict.NOT_WINNABLE and outcome.nodes == 1
     # With 7H on top from the start, the search stops there; the plain search agrees.
     at_once = build(CF, **{**RESERVE_STUCK, "reserve": "5S 9D 8C 8S 6H 7H"})  # type: ignore[arg-type]
     outcome = solve_position(at_once, budget_s=None, max_nodes=20_000)
     assert outcome.verdict is Verdict.NOT_WINNABLE and outcome.nodes == 1
     assert plain_search(at_once, max_positions=20_000) is False
-    # With 6H in the stock instead, 7H may reach its foundation: not stuck.
+    # With 6H in the stock instead, 7H may reach its foundation: it may leave.
     free = build(CF, **{**RESERVE_STUCK, "reserve": "5S 9D 8C 8S 7H QD", "stock": "QH JS 10H 6H"})  # type: ignore[arg-type]
     model = CanfieldModel(free)
     piles, found, rc, seq, p, _ = model.root
-    assert not _reserve_stuck(piles, found, model.reserve[: rc - 1], seq, p)
+    assert _reserve_leaves(piles, found, model.reserve[: rc - 1], seq, p) >= 1
 
 
 def test_canfield_waste_positions_that_others_reach_are_skipped() -> None:
@@ -324,16 +345,16 @@ def canfield_state(game: Game) -> tuple[tuple[bytes, ...], tuple[int, ...], byte
 
 def test_a_reserve_card_waiting_on_a_stock_card_that_never_turns_up_is_no_win() -> None:
     game = build(CF, **STOCK_LOCKED)  # type: ignore[arg-type]
-    assert _reserve_stuck(*canfield_state(game))
+    assert _reserve_leaves(*canfield_state(game)) == 0
     outcome = solve_position(game, budget_s=None, max_nodes=5_000)
     assert outcome.verdict is Verdict.NOT_WINNABLE and outcome.nodes == 1
     assert plain_search(game, max_positions=5_000) is False
     # With 8S the third card of the first draw, so on top, 7H may go on it once 8S is on 9D.
     shown = build(CF, **{**STOCK_LOCKED, "stock": "8S KD KH"})  # type: ignore[arg-type]
-    assert not _reserve_stuck(*canfield_state(shown))
+    assert _reserve_leaves(*canfield_state(shown)) >= 1
     # With 6D above 8S, and a black 7 for it on the tableau, playing 6D turns 8S up.
     under = {**STOCK_LOCKED, "tableau": ["9D", "9H", "KC", "8D 7C"], "stock": "6D 8S KD"}
-    assert not _reserve_stuck(*canfield_state(build(CF, **under)))  # type: ignore[arg-type]
+    assert _reserve_leaves(*canfield_state(build(CF, **under))) >= 1  # type: ignore[arg-type]
 
 
 def test_a_reserve_card_waiting_on_a_covered_card_is_no_win() -> None:
@@ -346,7 +367,7 @@ def test_a_reserve_card_waiting_on_a_covered_card_is_no_win() -> None:
         "rest": "reserve",
     }
     game = build(CF, **layout)  # type: ignore[arg-type]
-    assert _reserve_stuck(*canfield_state(game))
+    assert _reserve_leaves(*canfield_state(game)) == 0
     assert solve_position(game, budget_s=None, max_nodes=5_000).verdict is Verdict.NOT_WINNABLE
     assert plain_search(game, max_positions=5_000) is False
     # With 6D in the stock instead, 7D may go home once diamonds reach 6 (AD to 5D are in
@@ -355,7 +376,7 @@ def test_a_reserve_card_waiting_on_a_covered_card_is_no_win() -> None:
         CF,
         **{**layout, "reserve": "8C 7H", "stock": "6D 5D 4D 3D 2D AD KD KH"},  # type: ignore[arg-type]
     )
-    assert not _reserve_stuck(*canfield_state(free))
+    assert _reserve_leaves(*canfield_state(free)) >= 1
 
 
 # Deals the solver wins within 20,000 positions (the first eight of seeds 0 to 11).
@@ -372,6 +393,47 @@ def test_no_position_on_a_winning_line_has_a_reserve_card_that_cannot_leave(seed
             assert not _reserve_stuck(*canfield_state(game)), (seed, move)
             checked += 1
     assert checked > 10
+
+
+def model_game(model: CanfieldModel, state: State) -> Game:
+    """The engine's game at a state of Canfield's model (the state's own position)."""
+    piles, found, rc, seq, p, _ = state
+    game = new_game(CF, 1)
+    game.tableau = [list(pile) for pile in piles]
+    game.foundations = [list(range(s * 13, s * 13 + h)) for s, h in enumerate(found)]
+    game.reserve = list(model.reserve[:rc])
+    game.waste = list(seq[:p])
+    game.stock = list(reversed(seq[p:]))
+    game.fan = min(p, 3)
+    return game
+
+
+@pytest.mark.parametrize("seed", [2, 3, 7])
+def test_a_reserve_card_under_the_top_that_can_never_leave_is_no_win_by_both_searches(
+    seed: int,
+) -> None:
+    """Positions of real deals where the reserve's top card may leave but a card under it
+    never can (the cut that follows the reserve card by card): the plain search finds no
+    win from any of them that it finishes."""
+    model = CanfieldModel(new_game(CF, seed))
+    found: list[State] = []
+    expand = model.expand
+
+    def recording(state: State) -> list[Child]:
+        piles, heights, rc, seq, p, checked = state
+        if checked and rc and 0 < _reserve_leaves(piles, heights, model.reserve[:rc], seq, p) < rc:
+            found.append(state)
+        return expand(state)
+
+    model.expand = recording  # type: ignore[method-assign]
+    _search(model, 2_000, None)
+    compared = 0
+    for state in found[:8]:
+        plain = plain_search(model_game(model, state), max_positions=5_000)
+        if plain is not None:
+            assert plain is False, state
+            compared += 1
+    assert compared >= 4
 
 
 class DepthFirst:
