@@ -289,6 +289,7 @@ const ERRORS = {
   race_not_started: () => "The race has not started yet.",
   race_over: () => "The race is over: it takes no more moves.",
   game_over: () => "Your game is over: it takes no more moves.",
+  move_limit: () => "Your game has played as many moves as a game may: resign, or wait for the race to end.",
   stale_revision: () => "Your board was behind the server's: it now shows your game as the server has it.",
   bad_move: () => "The server could not read that move: reload the page.",
   illegal_move: (c, error) => refusalText(error.reason, c),

@@ -19,6 +19,7 @@ def test_the_documented_defaults() -> None:
         "max_name_len": 24,
         "messages_per_second": 30.0,
         "burst": 60,
+        "max_moves_per_game": 10000,
         "max_rate_violations": 50,
     }
 

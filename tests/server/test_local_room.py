@@ -14,6 +14,7 @@ from e2e_support import FAST, RawClient, standings
 
 from solrace.client import Client
 from solrace.engine import replay, spectator_view
+from solrace.protocol import Limits
 
 SERVER_FILES = ("/server/", "/engine/", "/protocol/")
 
@@ -128,7 +129,8 @@ async def test_a_spectator_of_a_long_game_on_another_node_never_replays_its_log(
         assert started["type"] == "ok", started
         race_started = await raw.recv(lambda f: f.get("type") == "race_started")
         seed_game_view = race_started["view"]
-        moves = ["d" if rev % 2 == 0 else "u" for rev in range(10_001)]
+        # A game as long as a game may be (max_moves_per_game).
+        moves = ["d" if rev % 2 == 0 else "u" for rev in range(Limits().max_moves_per_game)]
         for start in range(0, len(moves), 200):  # sent ahead, read in step (no backlog)
             chunk = range(start, min(start + 200, len(moves)))
             for rev in chunk:
