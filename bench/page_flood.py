@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attacks
 import msgpack
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
@@ -43,28 +44,16 @@ def node_cpu_s(pid: int) -> float:
 
 
 def flood(port: int, seconds: float, concurrency: int, out: Any) -> None:
-    """In a process of its own: ``GET /`` flat out; (served, refused) put on ``out``."""
-    counts = [0, 0]
+    """In a process of its own: bench/attacks.py's page flood for ``seconds``; (pages
+    served, refused) put on ``out``."""
 
-    async def one(deadline: float) -> None:
-        while time.monotonic() < deadline:
-            try:
-                reader, writer = await asyncio.open_connection(
-                    "127.0.0.1", port, local_addr=(SOURCE, 0)
-                )
-                writer.write(b"GET / HTTP/1.1\r\nHost: solrace\r\n\r\n")
-                head = await reader.read(16)
-                writer.close()
-            except OSError:
-                continue
-            counts[0 if head[9:12] == b"200" else 1] += 1
+    async def run() -> attacks.Tally:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(seconds, stop.set)
+        return await attacks.page_flood(port, stop, SOURCE, concurrency)
 
-    async def run() -> None:
-        deadline = time.monotonic() + seconds
-        await asyncio.gather(*(one(deadline) for _ in range(concurrency)))
-
-    asyncio.run(run())
-    out.put(counts)
+    replies = asyncio.run(run()).replies
+    out.put([replies["200"], replies.total() - replies["200"] - replies["connect_failed"]])
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -10,12 +10,10 @@ without a pass over its log; the boards here hold entries of a full attempt's le
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Iterator
-from typing import Any
 
-from conftest import TIMEOUT, RunningServer
+from conftest import RunningServer
+from daily_support import http_answer
 
 from solrace.server.daily import Entry
 
@@ -33,21 +31,6 @@ class Watched(list[str]):
     def __iter__(self) -> Iterator[str]:
         Watched.passes += 1
         return super().__iter__()
-
-
-async def get(server: RunningServer, path: str) -> tuple[int, Any]:
-    """GET ``path``: the status and the JSON body."""
-    lines = [f"GET {path} HTTP/1.1", "Host: localhost"]
-    async with asyncio.timeout(TIMEOUT):
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.server.port)
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
-        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-        status_line, *rest = head.strip().split("\r\n")
-        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in rest)}
-        body = await reader.readexactly(int(headers["content-length"]))
-        writer.close()
-        await writer.wait_closed()
-    return int(status_line.split()[1]), json.loads(body)
 
 
 async def long_attempts(server: RunningServer, board: str) -> None:
@@ -85,7 +68,9 @@ def test_an_entry_is_shown_and_kept_without_a_pass_over_its_log() -> None:
 
 async def test_the_best_board_of_long_attempts_shows_no_log(server: RunningServer) -> None:
     await long_attempts(server, "bots")
-    status, body = await get(server, f"/api/best?variant=canfield&board=bots&limit={ENTRIES}")
+    status, _, body = await http_answer(
+        server, f"/api/best?variant=canfield&board=bots&limit={ENTRIES}"
+    )
     assert status == 200, body
     assert len(body["best"]) == ENTRIES
     assert all("log" not in e and "times" not in e for e in body["best"])
@@ -94,7 +79,7 @@ async def test_the_best_board_of_long_attempts_shows_no_log(server: RunningServe
 async def test_a_day_board_of_long_attempts_shows_no_log(server: RunningServer) -> None:
     await long_attempts(server, "people")
     path = f"/api/leaderboard?variant=canfield&date={DATE}&limit={ENTRIES}"
-    status, body = await get(server, path)
+    status, _, body = await http_answer(server, path)
     assert status == 200, body
     assert [e["rank"] for e in body["top"]] == list(range(1, ENTRIES + 1))
     assert all("log" not in e and "times" not in e for e in body["top"])
