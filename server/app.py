@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import ipaddress
 import itertools
 import resource
 import signal
@@ -22,7 +21,7 @@ from websockets.typing import Subprotocol
 
 from ..protocol import SUBPROTOCOLS, CloseCode, ErrorCode, RateLimiter, codec_for
 from .backends import Backend, BackendUnavailable, EmbeddedBackend
-from .budgets import client_address, client_key, trusted_networks
+from .budgets import client_address, client_key, is_trusted, trusted_networks
 from .config import ServerConfig
 from .connection import Connection, Cork, Doors, Keepalive
 from .http import HttpEndpoints
@@ -350,17 +349,11 @@ class SolraceServer:
     def _door(self, peer: str) -> tuple[str | None, int]:
         """The key a TCP connection from ``peer`` counts under while it opens, and how
         many of them may be opening: what ``connections_per_address`` leaves besides the
-        address's open ones, none past its ``address_connections_per_second``. A trusted proxy's connections are not counted here (each is
-        counted by the client address it reports, once its request is read)."""
-        networks = trusted_networks(self.config.trusted_proxies)
-        if networks:
-            try:
-                ip = ipaddress.ip_address(peer.split("%", 1)[0])
-            except ValueError:
-                pass
-            else:
-                if any(ip in network for network in networks):
-                    return None, 0
+        address's open ones, none past its ``address_connections_per_second``. A trusted
+        proxy's connections are not counted here (each is counted by the client address
+        it reports, once its request is read)."""
+        if is_trusted(peer, self.config.trusted_proxies):
+            return None, 0
         key = client_key(peer)
         guard = self.node.guard
         if not guard.take_connection(key, time.monotonic()):

@@ -45,6 +45,7 @@ __all__ = [
     "client_address",
     "client_key",
     "forwarded_client",
+    "is_trusted",
     "trusted_networks",
 ]
 
@@ -80,16 +81,7 @@ def forwarded_client(
     else the right-most address of ``X-Forwarded-For`` that is not itself a trusted proxy.
     Any other peer is taken at its own address, whatever it claims.
     """
-    networks = trusted_networks(trusted)
-
-    def is_trusted(address: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(address.strip())
-        except ValueError:
-            return False
-        return any(ip in network for network in networks)
-
-    if not networks or not is_trusted(peer):
+    if not is_trusted(peer, trusted):
         return peer
     if real_ip and _valid(real_ip):
         return real_ip.strip()
@@ -97,9 +89,21 @@ def forwarded_client(
     for hop in reversed(hops):
         if not _valid(hop):
             break
-        if not is_trusted(hop):
+        if not is_trusted(hop, trusted):
             return hop
     return peer
+
+
+def is_trusted(address: str, trusted: tuple[str, ...]) -> bool:
+    """Whether ``address`` is a proxy of ``trusted`` (addresses or CIDR networks)."""
+    networks = trusted_networks(trusted)
+    if not networks:
+        return False
+    try:
+        ip = ipaddress.ip_address(address.strip())
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
 
 
 @functools.lru_cache(maxsize=8)
@@ -305,9 +309,7 @@ class Guard:
     def take_api(self, address: str, now: float) -> float | None:
         """Take one request to the JSON API from the address's rate (``address``: a key of
         :func:`client_key`); None if taken, else the seconds until it would be."""
-        b = self.config.budgets
-        bucket = self._bucket("h:" + address, b.api_requests_per_second, b.api_burst, now)
-        wait = bucket.take_with(None, now)
+        wait = self._api_bucket(address, now).take_with(None, now)
         return wait if wait > 0 else None
 
     def charge_api(self, address: str, now: float, size: int) -> None:
@@ -317,9 +319,11 @@ class Guard:
         small ones do, and until it is read the answer is held in the node's memory."""
         extra = size // API_BYTES_PER_REQUEST
         if extra > 0:
-            b = self.config.budgets
-            bucket = self._bucket("h:" + address, b.api_requests_per_second, b.api_burst, now)
-            bucket.owe(now, extra)
+            self._api_bucket(address, now).owe(now, extra)
+
+    def _api_bucket(self, address: str, now: float) -> _Bucket:
+        b = self.config.budgets
+        return self._bucket("h:" + address, b.api_requests_per_second, b.api_burst, now)
 
     def prune(self, now: float) -> int:
         """Forget the buckets no connection uses that are full again; how many went."""
