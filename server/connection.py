@@ -172,13 +172,13 @@ class Doors:
         open (it is then not counted)."""
         if self.count >= self.limit:
             self.refused_full += 1
-            return _refusal(503, "Service Unavailable", "the server is full: try again later")
+            return _FULL
         key, room = self.door(peer)
         if key is not None:
             opening = self.opening.get(key, 0)
             if opening >= room:
                 self.refused_address += 1
-                return _refusal(429, "Too Many Requests", "too many connections from your address")
+                return _TOO_MANY
             self.opening[key] = opening + 1
             connection.door_key = key
         self.count += 1
@@ -212,6 +212,10 @@ def _refusal(status: int, phrase: str, text: str) -> bytes:
         "Server: solrace\r\n\r\n"
     )
     return head.encode() + body
+
+
+_FULL = _refusal(503, "Service Unavailable", "the server is full: try again later")
+_TOO_MANY = _refusal(429, "Too Many Requests", "too many connections from your address")
 
 
 class Keepalive:
