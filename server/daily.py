@@ -360,7 +360,10 @@ class Entry:
         tens of thousands of moves, and ``dataclasses.asdict`` copying them item by item
         cost a tenth of a second an entry (the data is written out at once, never changed).
         """
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return self._data(frozenset())
+
+    def _data(self, left_out: frozenset[str]) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in left_out}
         data["reached_ms"] = self.reached
         data["ranked"] = self.ranked
         return data
@@ -368,9 +371,7 @@ class Entry:
     def public(self, rank: int | None = None) -> dict[str, Any]:
         """The entry as a leaderboard shows it (no move log): its cost does not grow with
         the log, which a board of a hundred entries would otherwise pay for each."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _LOGS}
-        data["reached_ms"] = self.reached
-        data["ranked"] = self.ranked
+        data = self._data(_LOGS)
         if rank is not None:
             data["rank"] = rank
         return data
