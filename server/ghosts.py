@@ -25,7 +25,7 @@ from ..engine import IllegalMove, NotationError, new_game, parse_move
 from ..protocol import ErrorCode, ProtocolError
 from .backends import BackendUnavailable
 from .daily import parse_date
-from .leaderboard import seed_revealed
+from .leaderboard import ranked_attempt, seed_revealed
 from .races import readable_by
 from .room import Ghost, Outcome, Room, RoomState, Standing
 from .room import standings as record_standings
@@ -33,7 +33,7 @@ from .room import standings as record_standings
 if TYPE_CHECKING:
     from .node import Node
 
-__all__ = ["MAX_GHOST_MOVES", "GhostRun", "Ghosts"]
+__all__ = ["GhostRun", "Ghosts"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -57,23 +57,18 @@ class GhostRun:
         return Ghost(f"ghost:{self.ref.rsplit('/', 1)[-1]}", f"{self.name} (ghost)", self.end)
 
 
-MAX_GHOST_MOVES = 10_000
-"""The longest run a ghost may race, in moves. A run is replayed move by move to be raced
-(a few microseconds a move), and a race may hold far more moves than anyone plays: an
-hour's time limit at the message rate is 108,000 of them, which took the node's event loop
-half a second to replay. A person's longest games, undos and all, stay far below this."""
-
-
 async def _replayed(
-    variant: str, seed: int, undo: bool, moves: list[str], times: list[int]
+    variant: str, seed: int, undo: bool, moves: list[str], times: list[int], most: int
 ) -> list[tuple[int, int, int, str]]:
-    """The run's standings after each move (:func:`_steps`), for a run no longer than
-    :data:`MAX_GHOST_MOVES` (BAD_SETTINGS for a longer one, refused before any replay),
-    replayed on a thread so that the event loop goes on meanwhile."""
-    if len(moves) > MAX_GHOST_MOVES:
+    """The run's standings after each move (:func:`_steps`), for a run of at most ``most``
+    moves, a game's ``max_moves_per_game`` (BAD_SETTINGS for a longer one, refused before
+    any replay: a run kept from before the limit may be far longer, 108,000 moves in an
+    hour's race at the message rate, half a second of the event loop), replayed on a
+    thread so that the event loop goes on meanwhile."""
+    if len(moves) > most:
         raise ProtocolError(
             ErrorCode.BAD_SETTINGS,
-            f"ghost: the run is too long to race ({len(moves)} moves; at most {MAX_GHOST_MOVES})",
+            f"ghost: the run is too long to race ({len(moves)} moves; at most {most})",
         )
     return await asyncio.to_thread(_steps, variant, seed, undo, moves, times)
 
@@ -134,6 +129,7 @@ class Ghosts:
             record.get("undo", True),
             played["moves"],
             played["times"],
+            node.config.limits.max_moves_per_game,
         )
         end = [result["status"], result["banked"], result["moves"], result["time_ms"]]
         return GhostRun(
@@ -159,16 +155,12 @@ class Ghosts:
             raise ProtocolError(
                 ErrorCode.BAD_SETTINGS, "ghost: a day's runs are raced once its seed is out"
             )
-        # The player's own attempts, not the whole day's: a day of many players is many
-        # logs to read for one.
-        entries = await node.backend.player_history(ghost_id)
-        entry = next(
-            (e for e in entries if e.date == date and e.variant == variant and e.ranked), None
-        )
+        entry = await ranked_attempt(node.backend, ghost_id, date, variant)
         if entry is None:
             raise ProtocolError(ErrorCode.BAD_SETTINGS, "ghost: no such ranked run that day")
         seed = (await node.deals.daily(date, variant)).seed
-        steps = await _replayed(variant, seed, False, entry.log, entry.times)
+        most = node.config.limits.max_moves_per_game
+        steps = await _replayed(variant, seed, False, entry.log, entry.times, most)
         end = [entry.status, entry.banked, entry.moves, entry.time_ms, entry.reached]
         return GhostRun(f"daily/{date}/{variant}/{ghost_id}", entry.name, variant, seed, steps, end)
 

@@ -35,7 +35,14 @@ from .backends import BackendUnavailable
 from .budgets import client_address
 from .config import ServerConfig
 from .daily import parse_date
-from .leaderboard import best_board, daily_info, day_board, player_history, seed_revealed
+from .leaderboard import (
+    best_board,
+    daily_info,
+    day_board,
+    player_history,
+    ranked_attempt,
+    seed_revealed,
+)
 from .node import Node
 from .races import PUBLIC_MODES, RACE_FORMAT, readable_by
 from .room import check_variant
@@ -542,12 +549,8 @@ class HttpEndpoints:
                     "forbidden",
                     "a day's attempts are replayed once its seed is out",
                 )
-            # The player's own attempts, not the whole day's (a day of many players is
-            # many logs to read for one).
-            entries = await node.backend.player_history(player_id) if player_id else []
-            entry = next(
-                (e for e in entries if e.date == date and e.variant == variant and e.ranked),
-                None,
+            entry = (
+                await ranked_attempt(node.backend, player_id, date, variant) if player_id else None
             )
             if entry is None:
                 return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such ranked attempt")

@@ -9,6 +9,7 @@ from ..protocol import ErrorCode, ProtocolError
 from .backends import Backend
 from .daily import (
     DayDeal,
+    Entry,
     parse_board,
     parse_date,
     rank_entries,
@@ -19,7 +20,15 @@ from .daily import (
 )
 from .room import RoomState, check_variant
 
-__all__ = ["MAX_LIMIT", "best_board", "daily_info", "day_board", "player_history", "seed_revealed"]
+__all__ = [
+    "MAX_LIMIT",
+    "best_board",
+    "daily_info",
+    "day_board",
+    "player_history",
+    "ranked_attempt",
+    "seed_revealed",
+]
 
 MAX_LIMIT = 100
 AROUND = 2
@@ -171,6 +180,13 @@ async def day_board(
             data["around"] = around
             data["you"] = next((e for e in around if e["player_id"] == player_id), None)
     return data
+
+
+async def ranked_attempt(backend: Backend, player_id: str, date: str, variant: str) -> Entry | None:
+    """The player's ranked attempt at a day's deal, found among the player's own attempts
+    (not the whole day's: a day of many players is many logs to read for one)."""
+    entries = await backend.player_history(player_id)
+    return next((e for e in entries if e.date == date and e.variant == variant and e.ranked), None)
 
 
 async def player_history(backend: Backend, player_id: str, *, now_ms: int) -> dict[str, Any]:

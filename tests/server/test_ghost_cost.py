@@ -18,7 +18,6 @@ from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
 
 from solrace.client import Client, ServerError
 from solrace.engine import Status, new_game
-from solrace.server.ghosts import MAX_GHOST_MOVES
 
 CODE = "GH0STRUN"
 RUNNER = "0123456789abcdef"
@@ -71,7 +70,7 @@ async def server(start_server: ServerFactory) -> RunningServer:
 async def test_a_run_too_long_to_race_is_refused_before_it_is_replayed(
     server: RunningServer,
 ) -> None:
-    ghost = await kept_run(server, ["d", "u"] * (MAX_GHOST_MOVES // 2 + 1))
+    ghost = await kept_run(server, ["d", "u"] * (server.config.limits.max_moves_per_game // 2 + 1))
     async with Client(server.url, name="bea", request_timeout=TIMEOUT) as bea:
         with pytest.raises(ServerError) as refused:
             await bea.create_room("canfield", ghost=ghost, countdown=0)
@@ -81,7 +80,7 @@ async def test_a_run_too_long_to_race_is_refused_before_it_is_replayed(
 
 
 async def test_a_run_as_long_as_may_be_is_raced(server: RunningServer) -> None:
-    ghost = await kept_run(server, ["d", "u"] * (MAX_GHOST_MOVES // 2))
+    ghost = await kept_run(server, ["d", "u"] * (server.config.limits.max_moves_per_game // 2))
     async with Client(server.url, name="bea", request_timeout=TIMEOUT) as bea:
         room = await bea.create_room("canfield", ghost=ghost, countdown=0)
         assert room["settings"]["ghost"] == ghost
