@@ -55,6 +55,9 @@ SEED_BITS = 53
 """Race seeds stay below 2**53 so that every JSON reader (JavaScript's too) keeps them exact."""
 ROOM_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 ROOM_CODE_LENGTH = 8
+_SNAPSHOT_READS = 3
+"""A snapshot made older than the room's events already sent here is made again, at most
+this many times in all (a busy room's next event may come while the last is made)."""
 
 
 def new_room_code() -> str:
@@ -351,8 +354,23 @@ class RoomCommands:
         needs it to play on); every board a spectator sees, and every board after the
         race, comes from memory or the boards kept in the store, never from a replay.
         """
+        code = self.node.in_room(session)
+        data = await self._snapshot(session, code)
+        for _ in range(_SNAPSHOT_READS - 1):
+            held = self.node.held.get(code)
+            if held is None or data["seq"] >= held.sent:
+                break
+            # The room was read before a change whose event went out here while the
+            # snapshot was made. A snapshot older than an event its client has had sets
+            # the client back: the next event looks like a gap, and the snapshot it then
+            # asks for covers events still on their way, which the client drops (a
+            # race_over among them). The store has the change (written before its event
+            # goes out), so the room read again has it.
+            data = await self._snapshot(session, code)
+        return data
+
+    async def _snapshot(self, session: Session, code: str) -> dict[str, Any]:
         node = self.node
-        code = node.in_room(session)
         room = await node.backend.load_room(code)
         if room is None:
             raise ProtocolError(ErrorCode.ROOM_NOT_FOUND, "the room is gone")

@@ -424,6 +424,7 @@ class FanOut:
     def _deliver(
         self, held: LocalRoom, to_players: dict[str, Any], to_spectators: dict[str, Any]
     ) -> None:
+        held.sent = max(held.sent, to_players.get("seq", 0))
         frames: dict[tuple[int, bool], bytes | str] = {}
         for session in held.members:
             spectator = session.role is Role.SPECTATOR
@@ -442,6 +443,7 @@ class FanOut:
             # behind it says how that race ended.
             self._deliver(held, event, event)
             return
+        held.sent = max(held.sent, event["seq"])
         fields = {k: v for k, v in event.items() if k != "type"}
         boards: dict[str, dict[str, Any]] = {}
         for session in list(held.members):

@@ -50,6 +50,7 @@ class LocalRoom:
         "record",
         "report_timer",
         "reported_at",
+        "sent",
         "spectated",
         "start_board",
         "task",
@@ -66,6 +67,7 @@ class LocalRoom:
         self.events: deque[dict[str, Any]] = deque()  # waiting for the room's task
         self.wake = asyncio.Event()  # set when an event is put in ``events``
         self.members_at = -math.inf  # loop time of the last members event sent here
+        self.sent = 0  # the ``seq`` of the last room event sent to the members here
         self.task: asyncio.Task[None] | None = None
         self.fanning = False  # the task is sending an event out
         self.timer: asyncio.TimerHandle | None = None

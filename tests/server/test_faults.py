@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, ClientFactory, RunningServer
+from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
 from process_support import NodeProcess, Player
 from redis_server import RedisServer
 
@@ -490,3 +490,54 @@ async def test_a_room_record_read_before_a_join_does_not_throw_the_joiner_out(
     ] != everyone:
         pass  # Carol's join is fanned out after Bob's
     assert [m["name"] for m in (await carol.sync())["members"]] == everyone
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_snapshot_is_never_older_than_an_event_its_client_has_had(
+    server: RunningServer,
+    start_server: ServerFactory,
+    make_client: ClientFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sync reads the room, then a progress event goes out before the reply does.
+
+    A node hears the events of another node's changes on their own connection, so a
+    record read just before a change can reach it after that change's event. The client,
+    given a snapshot older than an event it had, went back, took the next event for a gap,
+    and dropped the race_over that the snapshot it then asked for already covered.
+    """
+    other = await start_server()
+    alice = await make_client("alice")
+    bob = await make_client("bob", url=other.url)
+    room = await alice.create_room("canfield", countdown=0)
+    await bob.join(room["code"])
+    await alice.start()
+    await alice.next_event("race_started", timeout=TIMEOUT)
+    await bob.next_event("race_started", timeout=TIMEOUT)
+    node = server.node
+
+    load_room = node.backend.load_room
+    release = asyncio.Event()
+    read = asyncio.Event()
+
+    async def slow_once(code: str) -> Any:
+        record = await load_room(code)
+        if not read.is_set():
+            read.set()
+            await release.wait()
+        return record
+
+    monkeypatch.setattr(node.backend, "load_room", slow_once)
+    sync = asyncio.ensure_future(alice.sync())
+    await asyncio.wait_for(read.wait(), TIMEOUT)
+    await bob.move("d")
+    heard = await alice.next_event("progress", timeout=TIMEOUT)
+    release.set()
+    snapshot = await sync
+    assert snapshot["seq"] >= heard["seq"]
+    assert alice.seq >= heard["seq"]
+
+    await bob.resign()
+    await alice.resign()
+    over = await alice.next_event("race_over", timeout=TIMEOUT)
+    assert {r["name"] for r in over["results"]} == {"alice", "bob"}
