@@ -9,6 +9,11 @@ Redis) and tops it up in the background, in worker processes, never on the event
 A game's pool is first filled when a room of that game asks for winnable deals; a race
 that finds its pool empty waits for one deal to be certified.
 
+Work ahead of need (topping up a pool, tomorrow's daily) runs only on CPU time nothing else
+wants; work that someone waits for (a race's deal from an empty pool, the day's deal not
+chosen yet) runs in a worker of its own at a low but fair priority, so that it ends on a
+busy node too, within :data:`WAIT_S`.
+
 Seeds in the pool are secret like any race's: they leave the server only in the results
 of the race that dealt them.
 """
@@ -54,6 +59,10 @@ BATCH = 8
 deals are winnable; few American Canister deals are, but most are decided at once)."""
 WAIT_S = 60.0
 """The longest a race waits for a certified deal when its game's pool is empty."""
+NOW_NICE = 5
+"""The nice level of the worker for work someone waits for: below the node's, so that
+running races come first, but with a share of a busy core (about a quarter against one
+process at nice 0), where ``SCHED_IDLE`` gets none."""
 
 
 Certified = tuple[int, int, str]
@@ -144,6 +153,18 @@ def _worker_start() -> None:
     """A certifying worker yields the CPU to the node (:func:`yield_cpu`), and goes when
     the node does, however the node ended (a kill -9 leaves it no word)."""
     yield_cpu()
+    _go_with_parent()
+
+
+def _now_worker_start() -> None:
+    """The worker for work someone waits for: niced (:data:`NOW_NICE`), not idle-only; it
+    goes with the node too."""
+    with contextlib.suppress(OSError):
+        os.nice(NOW_NICE)
+    _go_with_parent()
+
+
+def _go_with_parent() -> None:
     parent = os.getppid()
 
     def watch() -> None:
@@ -163,6 +184,34 @@ def certify_first(variant: str, seeds: list[int], budget_s: float) -> Certified 
     return None
 
 
+class _Workers:
+    """Worker processes, started on first use."""
+
+    def __init__(self, count: int, start: Callable[[], None]) -> None:
+        self.count = count
+        self.start = start
+        self.pool: Pool | None = None
+        self.processes: list[multiprocessing.process.BaseProcess] = []  # the pool's own
+
+    def get(self) -> Pool:
+        if self.pool is None:
+            # Spawned, not forked: a fork of a process with an event loop, sockets and
+            # threads running would copy them all.
+            context = multiprocessing.get_context("spawn")
+            before = set(multiprocessing.active_children())
+            self.pool = context.Pool(self.count, initializer=self.start)
+            # Its workers start with it: the ones to kill if it will not end (another
+            # node's pool in the same process is not this one's to kill).
+            self.processes = [p for p in multiprocessing.active_children() if p not in before]
+        return self.pool
+
+    async def close(self) -> None:
+        pool, self.pool = self.pool, None
+        processes, self.processes = self.processes, []
+        if pool is not None:
+            await _terminate(pool, processes)
+
+
 class DealPool:
     """A node's share of the certified deals: taken for races, topped up in workers."""
 
@@ -171,27 +220,15 @@ class DealPool:
         config = node.config
         self.size = config.deal_pool_size
         self.budget_s = config.solver_budget_s
-        self.workers = config.solver_workers
-        self._workers: Pool | None = None
-        self._processes: list[multiprocessing.process.BaseProcess] = []  # the pool's own
+        self._ahead = _Workers(config.solver_workers, _worker_start)  # on idle CPU only
+        self._now = _Workers(1, _now_worker_start)  # someone waits for it
         self._filling: dict[str, asyncio.Task[None]] = {}
         self._daily_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._days: asyncio.Task[None] | None = None
 
-    def _pool(self) -> Pool:
-        if self._workers is None:
-            # Spawned, not forked: a fork of a process with an event loop, sockets and
-            # threads running would copy them all.
-            context = multiprocessing.get_context("spawn")
-            before = set(multiprocessing.active_children())
-            self._workers = context.Pool(self.workers, initializer=_worker_start)
-            # Its workers start with it: the ones to kill if it will not end (another
-            # node's pool in the same process is not this one's to kill).
-            self._processes = [p for p in multiprocessing.active_children() if p not in before]
-        return self._workers
-
-    async def _run(self, func: Callable[..., T], *args: Any) -> T:
-        """``func(*args)`` in a worker process, awaited without blocking the loop."""
+    async def _run(self, func: Callable[..., T], *args: Any, now: bool = False) -> T:
+        """``func(*args)`` in a worker process, awaited without blocking the loop: in the
+        worker for work someone waits for if ``now``, else in one on idle CPU."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
 
@@ -203,7 +240,7 @@ class DealPool:
             if not done.done():
                 done.set_exception(error)
 
-        self._pool().apply_async(
+        (self._now if now else self._ahead).get().apply_async(
             func,
             args,
             callback=lambda result: loop.call_soon_threadsafe(settle, result),
@@ -211,17 +248,18 @@ class DealPool:
         )
         return await done
 
-    async def _certify(self, variant: str) -> Certified | None:
+    async def _certify(self, variant: str, *, now: bool = False) -> Certified | None:
         """A few fresh deals tried in a worker: the first certified."""
         seeds = [secrets.randbits(SEED_BITS) for _ in range(BATCH)]
-        return await self._run(certify_first, variant, seeds, self.budget_s)
+        return await self._run(certify_first, variant, seeds, self.budget_s, now=now)
 
-    async def daily(self, date: str, variant: str) -> DayDeal:
+    async def daily(self, date: str, variant: str, *, ahead: bool = False) -> DayDeal:
         """The day's deal of ``variant``: the first of its candidate seeds the solver
         certifies winnable (its par revealed with its seed), chosen once for every node and
         kept; where the game has no certified deals (or the node deals the daily as it
         comes, ``daily_winnable`` off), the first candidate with a move at its start,
-        without par."""
+        without par. Chosen on idle CPU if ``ahead`` (a day still to come), else in the
+        worker for work someone waits for."""
         backend = self.node.backend
         secret = self.node.secret
         kept = await backend.daily_deal(date, variant)
@@ -233,7 +271,7 @@ class DealPool:
                     chosen: tuple[int, int | None]
                     if variant in CERTIFIABLE and self.node.config.daily_winnable:
                         chosen = await self._run(
-                            certify_daily, secret, date, variant, self.budget_s
+                            certify_daily, secret, date, variant, self.budget_s, now=not ahead
                         )
                     else:
                         chosen = (playable_daily(secret, date, variant), None)
@@ -262,7 +300,7 @@ class DealPool:
                     for variant in sorted(CERTIFIABLE):
                         if node.stopped:
                             return
-                        await self.daily(day, variant)
+                        await self.daily(day, variant, ahead=day != today)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the store is away: an attempt chooses it, or the next hour
@@ -297,10 +335,11 @@ class DealPool:
         backend = self.node.backend
         found = await backend.take_certified(variant)
         self.warm(variant)
-        loop = asyncio.get_running_loop()
-        until = loop.time() + WAIT_S
-        while found is None and loop.time() < until:
-            found = await self._certify(variant)
+        if found is None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(WAIT_S):
+                    while found is None:
+                        found = await self._certify(variant, now=True)
         if found is None:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "no winnable deal could be certified now; try again"
@@ -316,10 +355,8 @@ class DealPool:
         await cancel_until_done([*self._filling.values(), *([self._days] if self._days else [])])
         self._filling = {}
         self._days = None
-        workers, self._workers = self._workers, None
-        processes, self._processes = self._processes, []
-        if workers is not None:
-            await _terminate(workers, processes)
+        await self._ahead.close()
+        await self._now.close()
 
 
 TERMINATE_WAIT_S = 10.0
