@@ -206,13 +206,18 @@ class FanOut:
         self._deliver(held, event, event)
 
     async def _coalesced(self, held: LocalRoom, event: dict[str, Any]) -> dict[str, Any]:
-        """The members event to send now: this one, or the last of a run of them.
+        """The members event to send now: this one, or the last of those queued behind it.
 
         A room sends its members at most once per ``members_interval_s``: one that comes
         sooner waits (the room's later events wait behind it, so that they keep their
-        order), and members events queued right behind it meanwhile are folded into the
-        last of them, which then says ``since``: the first ``seq`` it stands for (the
-        events in between were members events only, each made out of date by it).
+        order). Then the members events queued behind it, up to the first event that is
+        neither members nor progress, are folded into the last of them, which says
+        ``since``: the first ``seq`` it stands for (each members event in between made out
+        of date by it). The progress events among them go out first, each saying the same
+        ``since``: a client counts the members events folded as coming, not lost. Without
+        the fold past progress, a member who dropped and came back in a loop queued a
+        members event a drop, each waiting its interval, and every event of the room
+        waited behind them, seconds more each second.
         """
         loop = asyncio.get_running_loop()
         wait = held.members_at + self.node.config.budgets.members_interval_s - loop.time()
@@ -220,9 +225,21 @@ class FanOut:
             await asyncio.sleep(wait)
         first = event
         removed: dict[str, str] = dict(first.get("removed") or {})
-        while held.events and held.events[0].get("type") == "members":
-            event = held.events.popleft()
-            removed.update(event.get("removed") or {})
+        queued = held.events
+        last = -1  # the last members event in the run of members and progress events
+        for index, later in enumerate(queued):
+            kind = later.get("type")
+            if kind == "members":
+                last = index
+            elif kind != "progress":
+                break
+        for _ in range(last + 1):
+            later = queued.popleft()
+            if later.get("type") == "members":
+                event = later
+                removed.update(event.get("removed") or {})
+            else:
+                self._progress(held, {**later, "since": first["seq"]})
         held.members_at = loop.time()
         if event is not first:
             # Those an event folded into this one put out, and still out, are told here.
