@@ -28,6 +28,10 @@ __all__ = ["DailyCommands"]
 
 log = structlog.get_logger("solrace.server")
 
+START_HOLD_MS = 120_000
+"""How long a daily start holds the account's right to start one at most (a start that
+waits for the day's deal to be chosen takes a while; a node that died holding it)."""
+
 
 class DailyCommands:
     """``daily`` and ``get_leaderboard``."""
@@ -73,6 +77,44 @@ class DailyCommands:
         commands.check_capacity(session, None)
         now = node.now_ms()
         await node.guard.spend(session, node.guard.dailies + node.guard.rooms, now)
+        # One start of an account's attempt at a time, on every node, and none while an
+        # attempt of the account is still played: the same account connected to two nodes
+        # (or twice to one) played attempt 2 beside attempt 1, to scout the ranked one's
+        # deal, since each connection was in no room when it asked.
+        backend = node.backend
+        hold = await backend.claim_start(player_id, START_HOLD_MS)
+        if hold is None:
+            raise ProtocolError(
+                ErrorCode.ALREADY_IN_ROOM,
+                "a daily attempt of yours is starting on another connection",
+            )
+        try:
+            await self._check_none_running(player_id)
+            await self._start(session, req, player_id, created_ms, now)
+        finally:
+            await backend.release_start(player_id, hold)
+
+    async def _check_none_running(self, player_id: str) -> None:
+        """Refuse a start while another connection of the account plays an attempt."""
+        backend = self.node.backend
+        code = await backend.player_room(player_id)
+        room = None if code is None else await backend.load_room(code)
+        if (
+            room is not None
+            and room.settings.daily is not None
+            and room.state is not RoomState.FINISHED
+            and player_id in room.players
+        ):
+            raise ProtocolError(
+                ErrorCode.ALREADY_IN_ROOM,
+                "your daily attempt goes on on another connection: play it there, or resign it",
+            )
+
+    async def _start(
+        self, session: Session, req: StartDaily, player_id: str, created_ms: int, now: int
+    ) -> None:
+        node = self.node
+        commands = node.commands
         date = utc_date(now)
         attempt = await node.backend.daily_attempt(date, req.variant, player_id)
         may_rank = (

@@ -251,6 +251,16 @@ class Backend(ABC):
     async def player_room(self, player_id: str) -> str | None:
         """The room a player is in, if any."""
 
+    @abstractmethod
+    async def claim_start(self, player_id: str, ttl_ms: int) -> str | None:
+        """Hold the player's right to start a daily attempt, for every node: a token to
+        give back to :meth:`release_start`, or None if another start holds it. The hold
+        lapses by itself after ``ttl_ms`` (a node that died holding it)."""
+
+    @abstractmethod
+    async def release_start(self, player_id: str, token: str) -> None:
+        """Give back a hold :meth:`claim_start` gave (nothing if it lapsed meanwhile)."""
+
     # rooms ------------------------------------------------------------------------------
 
     @abstractmethod

@@ -39,6 +39,7 @@ import json
 import os
 import secrets
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -249,6 +250,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         self._secret = b""
         self._node_id = ""
         self._rooms: dict[str, Room] = {}
+        self._starting: dict[str, tuple[str, float]] = {}  # daily starts held, by player
         self._logs: dict[LogKey, _Log] = {}  # the logs of running races
         self._first: dict[tuple[str, int], int] = {}  # a running race's first journal row
         self._commits = 0
@@ -652,6 +654,22 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         ).fetchone()
         code = None if row is None else row[0]
         return code if code in self._rooms else None
+
+    async def claim_start(self, player_id: str, ttl_ms: int) -> str | None:
+        """A hold in memory: one process serves every connection of the store."""
+        now = time.monotonic()
+        held = self._starting.get(player_id)
+        if held is not None and held[1] > now:
+            return None
+        token = secrets.token_hex(8)
+        self._starting[player_id] = (token, now + ttl_ms / 1000)
+        return token
+
+    async def release_start(self, player_id: str, token: str) -> None:
+        """Forget the hold if it is still this one."""
+        held = self._starting.get(player_id)
+        if held is not None and held[0] == token:
+            del self._starting[player_id]
 
     # rooms ------------------------------------------------------------------------------
 

@@ -122,6 +122,13 @@ _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 # names no room, and never reaches a key where a brace would move its hash tag.
 _ROOM_CODE = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
+_RELEASE_START = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
 _CREATE_ROOM = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', '1', 'data', ARGV[1])
@@ -475,6 +482,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             )
             self._redis = Redis.from_pool(pool)
         self._create_room = self._redis.register_script(_CREATE_ROOM)
+        self._release_start = self._redis.register_script(_RELEASE_START)
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._swap_room_publish = self._redis.register_script(_SWAP_ROOM_PUBLISH)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
@@ -676,6 +684,22 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                 return None
             exists = await self._redis.exists(self._room_key(code, "room"))
         return code if exists else None
+
+    async def claim_start(self, player_id: str, ttl_ms: int) -> str | None:
+        """SET NX PX of a key of the player's own."""
+        token = secrets.token_hex(8)
+        with self._guard():
+            held = await self._redis.set(
+                f"{self._player_key(player_id)}:starting", token, nx=True, px=ttl_ms
+            )
+        return token if held else None
+
+    async def release_start(self, player_id: str, token: str) -> None:
+        """Delete the key if it still holds the token (one script)."""
+        with self._guard():
+            await self._release_start(
+                keys=[f"{self._player_key(player_id)}:starting"], args=[token]
+            )
 
     # rooms ------------------------------------------------------------------------------
 

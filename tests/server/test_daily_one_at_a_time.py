@@ -1,0 +1,63 @@
+"""An account plays one daily attempt at a time, whatever its connections.
+
+The cheat: one account logged in on two nodes (round-robin balancing puts a client's two
+connections on two nodes) asked for the daily on both at once. Each connection was in no
+room, so both started: attempt 1, ranked, and attempt 2, unranked, on the same deal; the
+second turned the whole stock to show the first what was coming. One start at a time now
+holds for every node, and none while an attempt of the account is still played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import TIMEOUT, ServerFactory
+from daily_support import AT_ONCE, PASSWORD, account
+
+from solrace.client import Client, ServerError
+
+VARIANT = "canfield"
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_two_connections_of_one_account_on_two_nodes_start_one_attempt(
+    start_server: ServerFactory,
+) -> None:
+    """(On one node, a second login takes the first connection over: the same room.)"""
+    first = await start_server(**AT_ONCE)
+    second = await start_server(**AT_ONCE)
+    async with account(first.url, "owl"):
+        pass  # the account is made
+    logins = [
+        Client(node.url, account="owl", password=PASSWORD, request_timeout=TIMEOUT)
+        for node in (first, second)
+    ]
+    for _ in range(5):  # the two at once, several times over
+        async with logins[0] as one, logins[1] as two:
+            asked = await asyncio.gather(
+                one.daily(VARIANT), two.daily(VARIANT), return_exceptions=True
+            )
+            started = [room for room in asked if isinstance(room, dict)]
+            refused = [error for error in asked if isinstance(error, ServerError)]
+            codes = {room["code"] for room in started}
+            # One attempt runs: a connection that got a room got that one (a connection
+            # the node took over from may say the same room), and any other was refused.
+            assert len(codes) == 1, asked
+            assert all(error.code == "already_in_room" for error in refused), refused
+            (attempt,) = {room["settings"]["attempt"] for room in started}
+            # The one attempt goes on, from either connection; the other may not start one.
+            player = one if one.room and one.room["code"] in codes else two
+            other = two if player is one else one
+            if other.room is None or other.room["code"] not in codes:
+                with pytest.raises(ServerError) as again:
+                    await other.daily(VARIANT)
+                assert again.value.code == "already_in_room"
+            await player.resign()
+            await player.next_event("race_over", timeout=TIMEOUT)
+            await player.leave()
+        logins = [
+            Client(node.url, token=player.token, request_timeout=TIMEOUT)
+            for node in (first, second)
+        ]
+    assert attempt == 5  # no attempt was counted for a refused start
