@@ -394,7 +394,7 @@ class RoomCommands:
         if room.state is RoomState.COUNTDOWN and room.starts_ms is not None:
             data["starts_in_ms"] = max(0, room.starts_ms - now)
         if room.state in (RoomState.RACING, RoomState.FINISHED) and room.starts_ms is not None:
-            data["elapsed_ms"] = max(0, min(now, room.deadline_ms or now) - room.starts_ms)
+            data["elapsed_ms"] = rooms.race_length_ms(room, now)
             data["time_limit"] = room.settings.time_limit
             if room.state is RoomState.RACING and room.deadline_ms is not None:
                 data["left_ms"] = max(0, room.deadline_ms - now)  # sooner after a `first` win

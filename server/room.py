@@ -65,6 +65,7 @@ __all__ = [
     "next_deadline",
     "places",
     "progress",
+    "race_length_ms",
     "ranked_results",
     "rematch",
     "restarted",
@@ -933,6 +934,20 @@ def _deadline(room: Room, players: dict[str, PlayerRace]) -> int | None:
         return deadline
     ends = room.starts_ms + min(wins) + room.settings.finish_grace * 1000
     return ends if deadline is None else min(deadline, ends)
+
+
+def race_length_ms(room: Room, now_ms: int) -> int:
+    """How long the race has run: until now, or until its end once it is over (the last
+    person's game's end: a ghost's recorded run may be longer than the race it joined),
+    never past its deadline."""
+    if room.starts_ms is None:
+        return 0
+    end = min(now_ms, room.deadline_ms or now_ms)
+    if room.state is RoomState.FINISHED:
+        people = [r.elapsed_ms for r in room.players.values() if r.ghost is None]
+        if people:
+            end = min(end, room.starts_ms + max(people))
+    return max(0, end - room.starts_ms)
 
 
 def places(room: Room) -> dict[str, int]:

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
+from daily_support import Clock
 from e2e_support import (
     FAST,
     apply_text,
@@ -259,3 +260,30 @@ async def test_a_first_to_finish_race_ends_its_grace_after_the_win(
     ]
     with pytest.raises(Exception, match="race"):
         await bob.move("d")
+
+
+async def test_a_finished_race_keeps_its_length_in_every_later_snapshot(
+    start_server: ServerFactory,
+) -> None:
+    """A snapshot's ``elapsed_ms`` of a finished race was the time since its start: a page
+    loaded a minute after a race of two seconds showed a clock of a minute."""
+    clock = Clock(1_800_000_000.0)
+    server = await start_server(clock=clock)
+    async with (
+        Client(server.url, name="ann", request_timeout=TIMEOUT) as ann,
+        Client(server.url, name="bob", request_timeout=TIMEOUT) as bob,
+    ):
+        room = await ann.create_room("canfield", countdown=0, winnable=False)
+        await bob.join(room["code"])
+        await ann.start()
+        await ann.next_event("race_started", timeout=TIMEOUT)
+        clock.now += 1.2
+        await ann.resign()
+        clock.now += 0.8
+        await bob.resign()
+        await ann.next_event("race_over", timeout=TIMEOUT)
+        racing = {p["name"]: p["elapsed_ms"] for p in (await ann.sync())["players"]}
+        assert racing == {"ann": 1200, "bob": 2000}
+        clock.now += 60
+        assert (await ann.sync())["elapsed_ms"] == 2000
+        assert (await bob.sync())["elapsed_ms"] == 2000
