@@ -298,6 +298,7 @@ class _Session:
         self.ends_told = False  # a first-to-finish race's end was told
         self.gone = asyncio.Event()  # the connection is closed for good
         self.lost = False  # ... because the server went away (or put us out)
+        self.watching = False  # a spectator's: no game of its own, no rematch to ask
         self.members_line: str | None = None  # who is in the room, as last shown
 
     def show_spectators(self, settings: dict[str, Any]) -> None:
@@ -470,7 +471,8 @@ class _Session:
             self.console.write(render_results(event))
             if not event.get("daily"):
                 self.console.write(f"replay: {replay_url(self.client.url, event)}")
-                self.console.write("type 'rematch' for a new deal, or 'q' to quit")
+                if not self.watching:  # a spectator may not ask for one (not_a_player)
+                    self.console.write("type 'rematch' for a new deal, or 'q' to quit")
             self.finished.set()
         elif kind == "resumed":
             if event.get("restarted"):
@@ -779,6 +781,7 @@ async def watch(
     console.write(f"watching room {room['code']} ({room['settings']['variant']})")
     _british_canister(console, room["settings"]["variant"])
     session = _Session(client, console, color)
+    session.watching = True
     session.show_spectators(room["settings"])
     session.names = {m["player_id"]: m["name"] for m in room["members"]}
     session.show_boards(room.get("boards", {}))

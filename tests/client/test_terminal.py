@@ -109,6 +109,8 @@ async def test_watch_shows_boards_live_and_the_results(
     http = server.url.replace("ws://", "http://").rstrip("/")
     await console.shows(rf"^replay: {http}/replay/{room['code']}/1$")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
+    # A spectator may not ask for a rematch: it is not offered one.
+    assert not [line for line in console.screen if "rematch" in line]
 
 
 async def test_the_line_client_gives_the_room_link_and_ends_when_the_server_is_gone(
