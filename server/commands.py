@@ -407,6 +407,7 @@ class RoomCommands:
                     "moves": r.moves,
                     "status": r.status,
                     "elapsed_ms": r.elapsed_ms,
+                    "banked_at_ms": r.banked_at_ms,
                     **({"place": placed[p]} if p in placed else {}),
                 }
                 for p, r in room.players.items()

@@ -544,7 +544,11 @@ function takeSnapshot(room) {
   state.seq = room.seq;
   state.countdownEnd = room.state === "countdown" ? now + (room.starts_in_ms || 0) : null;
   if (room.state === "racing" || room.state === "finished") {
-    state.players = room.players || [];
+    // When each first reached their count of cards banked, as the server ranks them.
+    state.players = (room.players || []).map((p) => ({
+      ...p,
+      firsts: typeof p.banked_at_ms === "number" ? { [p.banked]: p.banked_at_ms } : {},
+    }));
     state.startAt = now - (room.elapsed_ms || 0);
     state.timeLimit = room.time_limit || room.settings.time_limit;
     state.view = room.you.view || null;
@@ -1202,10 +1206,10 @@ function ordinal(n) {
   return `${n}${{ 1: "st", 2: "nd", 3: "rd" }[n % 10] || "th"}`;
 }
 
-// When a player first reached their count of cards banked (as the results rank them);
-// a page that came in during the race knows only their last move's time.
+// When a player first reached their count of cards banked (as the results rank them):
+// from the snapshot, then from the progress heard since.
 function reachedMs(player) {
-  return player.firsts?.[player.banked] ?? player.elapsed_ms;
+  return player.firsts?.[player.banked] ?? player.banked_at_ms ?? player.elapsed_ms;
 }
 
 // The players in the order they stand: once the race is over, by the results' rank;

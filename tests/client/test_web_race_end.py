@@ -483,3 +483,44 @@ async def test_the_host_changes_how_the_race_ends_and_everyone_sees_it(
     await expect(finish).to_have_attribute("data-grace", "10")
     await guest.screenshot(path=str(SCREENSHOTS / "lobby-finish.png"), full_page=True)
     assert opened.errors == []
+
+
+async def test_players_level_on_cards_stand_in_the_same_order_after_a_reload(
+    pages: Pages, server: RunningServer, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Players level on cards banked stand by who reached the count first, as the results
+    rank them. A page loaded during the race knew only each player's last move's time:
+    Alice, there first but drawing since, stood behind Bob after a reload."""
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    counts = [replay("canfield", seed, line[:k]).banked for k in range(len(line) + 1)]
+    reach = next(k for k in range(1, len(counts)) if counts[k] > max(counts[0], counts[k - 1]))
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    room = await alice.create_room("canfield", countdown=0, winnable=False)
+    await bob.join(room["code"])
+    carol = await pages.open(f"/r/{room['code']}")
+    await enter_name(carol, "Carol")
+    await expect(carol.locator(tid("member"))).to_have_count(3)
+    await alice.start()
+    for client in (alice, bob):
+        await client.next_event("race_started", timeout=TIMEOUT)
+    for text in line[:reach]:
+        await alice.move(text)
+    await asyncio.sleep(0.3)
+    for text in line[:reach]:
+        await bob.move(text)
+    await asyncio.sleep(0.3)
+    await alice.move("d")  # a draw and its undo: Alice's last move is now the latest
+    await alice.move("u")
+    rows = tid("progress-row")
+    alice_row = carol.locator(f'{rows}[data-player-id="{alice.player_id}"]')
+    bob_row = carol.locator(f'{rows}[data-player-id="{bob.player_id}"]')
+    await expect(alice_row).to_have_attribute("data-moves", str(reach + 2))
+    await expect(bob_row).to_have_attribute("data-moves", str(reach))
+    carol_id = await player_id(carol)
+    assert await order_of(carol, "progress-row") == [alice.player_id, bob.player_id, carol_id]
+
+    await carol.reload()
+    await expect(alice_row).to_have_attribute("data-moves", str(reach + 2))
+    assert await order_of(carol, "progress-row") == [alice.player_id, bob.player_id, carol_id]
