@@ -62,12 +62,27 @@ class DelayedBoards:
     A delay alone does not keep the deal from a racer who watches their own room from a
     second connection: everyone plays the same deal, so a card another player brought up
     a minute ago may still be face down on the racer's board. So the boards are also
-    shown through :meth:`hidden_from`: a card is shown face up only once every player
-    still racing has had it face up on their own board (as far as the boards heard show;
-    a card seen between two reports counts as unseen, which only hides more).
+    shown through :meth:`hidden_from`: a board is shown only once every card face up on
+    it has been face up on the board of every player still racing (as far as the boards
+    heard show; a card seen between two reports counts as unseen, which only hides more);
+    until then the player's last board that was, or the deal. Turning the unseen cards
+    face down in place was not enough: where a card lies tells what it is (a foundation's
+    count gives its rank, a tableau card its rank and colour under the card it is on), and
+    the reserve's order is the same on every board, so a racer watching their own room
+    read their own face-down reserve cards off another player's board.
     """
 
-    __slots__ = ("delay_ms", "race", "seen", "shown", "start", "step_ms", "waiting")
+    __slots__ = (
+        "clean",
+        "deal",
+        "delay_ms",
+        "race",
+        "seen",
+        "shown",
+        "start",
+        "step_ms",
+        "waiting",
+    )
 
     def __init__(
         self, race: int, delay_ms: int, step_ms: int = 0, start: dict[str, Any] | None = None
@@ -80,6 +95,8 @@ class DelayedBoards:
         self.shown: dict[str, dict[str, Any]] = {}  # by player: the board due last
         # The cards face up on the deal, which every player has seen.
         self.start: frozenset[str] = frozenset(face_up(start) if start is not None else ())
+        self.deal = start  # the deal as spectators see it: shown until a board may be
+        self.clean: dict[str, dict[str, Any]] = {}  # by player: the last board shown whole
         self.seen: dict[str, set[str]] = {}  # by player: the cards their boards showed
 
     def hear(self, player_id: str, board: dict[str, Any], now_ms: int) -> None:
@@ -126,15 +143,24 @@ class DelayedBoards:
     def hidden_from(
         self, racing: Iterable[str], boards: dict[str, dict[str, Any]]
     ) -> dict[str, dict[str, Any]]:
-        """``boards`` with the cards turned face down that any player in ``racing`` (those
-        whose game goes on) has not had face up yet."""
+        """``boards`` as they may be shown while the players in ``racing`` (those whose
+        game goes on) play: each one whose every face-up card they have all had face up;
+        in place of one that is not, the player's last board that was, else the deal (and
+        where the deal is not known here, the board with those cards face down)."""
         known: set[str] | None = None
         for player_id in racing:
             seen = self.seen.get(player_id, self.start)
             known = set(seen) if known is None else known & seen
         if known is None:  # no one races on: nothing to keep from anyone
             return boards
-        return {player_id: masked(board, known) for player_id, board in boards.items()}
+        shown: dict[str, dict[str, Any]] = {}
+        for player_id, board in boards.items():
+            if face_up(board) <= known:
+                shown[player_id] = self.clean[player_id] = board
+                continue
+            earlier = self.clean.get(player_id, self.deal)
+            shown[player_id] = earlier if earlier is not None else masked(board, known)
+        return shown
 
     def next_due_ms(self) -> int | None:
         """When the next board waiting comes due, or None if none waits."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solrace.engine import Game, card_name, new_game, parse_move, spectator_view
+from solrace.engine import Game, card_name, format_move, new_game, parse_move, spectator_view
 from solrace.server.delay import MAX_WAITING, DelayedBoards, face_up
 
 DELAY = 30_000
@@ -101,9 +101,9 @@ def test_a_card_shows_only_once_every_player_still_racing_has_had_it_face_up() -
     assert set(due) == {"ahead"}
     shown = delayed.hidden_from(["ahead", "behind"], due)["ahead"]
     assert not face_up(shown) & hidden, "nothing still face down on the other board"
-    assert shown["waste"]["count"] == len(ahead.waste)  # the counts stay
-    assert shown["waste"]["visible"] == [None] * len(ahead.visible_waste())
-    assert face_up(shown) == face_up(deal) & face_up(spectator_view(ahead))
+    # Not the board with those cards face down in place (where a card lies tells what it
+    # is): the last board shown whole, here the deal.
+    assert shown == deal
     # Once the other player has drawn the same cards too, they show.
     delayed.hear("behind", spectator_view(played(["d", "d", "d"])), 1)
     assert delayed.hidden_from(["ahead", "behind"], due)["ahead"] == spectator_view(ahead)
@@ -124,3 +124,32 @@ def test_a_card_seen_once_counts_as_seen_when_it_is_covered_again() -> None:
     delayed.hear("q", spectator_view(first), 0)
     shown = delayed.hidden_from(["p", "q"], {"q": spectator_view(first)})["q"]
     assert drawn <= face_up(shown)
+
+
+def test_a_hidden_card_is_not_shown_where_it_lies() -> None:
+    """The cheat: a racer watching their own room from a second identity read their own
+    face-down reserve cards off another player's board. A reserve card the other player
+    had banked showed face down, but on a foundation whose count gave its rank; one on the
+    tableau lay under a named card, which gave its rank and colour; and the reserve's
+    order is the same on every board."""
+    seed, move = next(
+        (seed, move)
+        for seed in range(1, 500)
+        for move in map(format_move, new_game("canfield", seed).legal_moves())
+        if move.startswith("r-")
+    )
+    deal = spectator_view(new_game("canfield", seed))
+    delayed = DelayedBoards(1, DELAY, 250, deal)
+    ahead = new_game("canfield", seed)
+    ahead.apply(parse_move(move))  # the reserve's second card comes up
+    played = spectator_view(ahead)
+    came_up = face_up(played) - face_up(deal)
+    assert came_up, "a card the racer behind has face down"
+    delayed.hear("ahead", played, 0)
+    # The racer behind has not moved: the card is face down on their board, and the board
+    # that shows it (even face down, where it lies) waits; the deal shows until then.
+    shown = delayed.hidden_from(["ahead", "behind"], {"ahead": played})["ahead"]
+    assert shown == deal
+    # Once the racer behind has had it face up too, the board shows whole.
+    delayed.hear("behind", played, 1)
+    assert delayed.hidden_from(["ahead", "behind"], {"ahead": played})["ahead"] == played
