@@ -201,7 +201,8 @@ def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | 
 
     A program that hides its speed in a slow median, quick gaps among gaps just over the
     floor (35, 155, 155 ms), gives itself away in the average, which is what its time on
-    the board is made of. A person's stays far above: with every foundation move sent by
+    the board is made of; one that plays just over the floor all along (160 ms a move), in
+    how even its gaps are (:data:`EVEN_SPREAD`). A person's stays far above: with every foundation move sent by
     the page at once, a person would need to play each of the other moves in under about
     280 ms, the thinking included, to come under 150 ms. The average starts at the first
     move, so that a program waiting before it plays gains nothing.
@@ -212,12 +213,28 @@ def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | 
     median = statistics.median(gaps)
     ninth = statistics.quantiles(gaps, n=10, method="inclusive")[-1]
     average = (times[-1] - times[0]) / len(gaps)
-    if ninth >= median_ms and average >= median_ms:
-        return None
-    return (
-        f"pace: a median of {median:g} ms between moves, nine in ten within {ninth:.0f} ms, "
-        f"an average of {average:.0f} ms, over {len(times)} moves"
-    )
+    if ninth < median_ms or average < median_ms:
+        return (
+            f"pace: a median of {median:g} ms between moves, nine in ten within {ninth:.0f} "
+            f"ms, an average of {average:.0f} ms, over {len(times)} moves"
+        )
+    # A person's gaps are anything but even: thought, then quick runs (draws, cards sent
+    # home by the page), so they spread about as widely as they are long. A program's
+    # just over the floor, one every 160 ms, went through.
+    spread = statistics.pstdev(gaps)
+    if average < EVEN_AVERAGE_MS and spread < EVEN_SPREAD * average:
+        return (
+            f"pace: gaps as even as a program's, an average of {average:.0f} ms give or "
+            f"take {spread:.0f}, over {len(times)} moves"
+        )
+    return None
+
+
+EVEN_AVERAGE_MS = 1_000
+EVEN_SPREAD = 0.25
+"""A person's pace is flagged as a program's too where the gaps between moves average
+under :data:`EVEN_AVERAGE_MS` and spread (their standard deviation) under this share of
+their average: no person keeps a second's pace that evenly over a game."""
 
 
 def address_counted(address: str) -> bool:

@@ -60,6 +60,24 @@ def test_quick_gaps_alternating_with_just_slow_ones_are_flagged() -> None:
     assert pace_flag(bot, min_moves=20, median_ms=0) is None  # 0 flags none
 
 
+def test_an_even_pace_just_over_the_floor_is_flagged() -> None:
+    # The cheat: an undeclared bot, a move every 160 ms, ranked first on the people's board.
+    even = times_of([160] * 66)
+    flag = pace_flag(even, min_moves=20, median_ms=150)
+    assert flag is not None and "even" in flag, flag
+    # With some jitter, and at a slower pace still no person keeps that evenly.
+    jittered = times_of([160 + (i * 37) % 60 for i in range(66)])
+    assert pace_flag(jittered, min_moves=20, median_ms=150) is not None
+    assert pace_flag(
+        times_of([900 + (i * 37) % 60 for i in range(66)]), min_moves=20, median_ms=150
+    )
+    # A person: thought and quick runs. Slow and even is a person's too (one who thinks
+    # a couple of seconds before each move).
+    person = times_of([1_200 if i % 3 == 0 else 40 for i in range(66)])
+    assert pace_flag(person, min_moves=20, median_ms=150) is None
+    assert pace_flag(times_of([2_000] * 66), min_moves=20, median_ms=150) is None
+
+
 def _with_auto_home(deliberate: list[int], bursts: list[int], auto_gap: int) -> list[int]:
     """A person's gaps: each deliberate move followed by the page's burst of safe cards
     sent home, ``auto_gap`` ms apart; then the page's finish, every card left going home."""
