@@ -200,7 +200,7 @@ class LocalRoom:
                 timer.cancel()
         self.timer = self.report_timer = self.delay_timer = None
         self.armed = None
-        task = self.task
+        task, self.task = self.task, None  # a cancelled task's error would hold the room
         if task is not None and task is not asyncio.current_task():
             task.cancel()
         self.games = {}

@@ -213,3 +213,33 @@ async def test_a_resume_never_interleaves_with_the_drop_it_follows(
                 await asyncio.sleep(0.05)
         members = {m["name"]: m["connected"] for m in snapshot["members"]}
         assert members == {"ann": True, "bob": True}, members
+
+
+async def test_a_room_the_node_lets_go_is_freed_without_the_cyclic_collector(
+    start_server: ServerFactory,
+) -> None:
+    """A closed room's cancelled task kept its error, whose traceback held the task's frame
+    and so the room, which held the task: each room let go was garbage for the cyclic
+    collector, whose full collections stall a busy node."""
+    from solrace.server.local_room import LocalRoom
+
+    server = await start_server()
+    codes = []
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            async with Client(server.url, name="ann", request_timeout=TIMEOUT) as ann:
+                room = await ann.create_room("canfield", countdown=0, winnable=False)
+                codes.append(room["code"])
+                await ann.start()
+                await ann.next_event("race_started", timeout=TIMEOUT)
+                await ann.leave()
+            async with asyncio.timeout(TIMEOUT):
+                while any(code in server.node.held for code in codes):
+                    await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # the cancelled tasks end
+        left = [o for o in gc.get_objects() if type(o) is LocalRoom and o.code in codes]
+        assert left == [], f"{len(left)} rooms let go still held"
+    finally:
+        gc.enable()
