@@ -9,10 +9,10 @@ Redis) and tops it up in the background, in worker processes, never on the event
 A game's pool is first filled when a room of that game asks for winnable deals; a race
 that finds its pool empty waits for one deal to be certified.
 
-Work ahead of need (topping up a pool, tomorrow's daily) runs only on CPU time nothing else
-wants; work that someone waits for (a race's deal from an empty pool, the day's deal not
-chosen yet) runs in a worker of its own at a low but fair priority, so that it ends on a
-busy node too, within :data:`WAIT_S`.
+Work ahead of need (topping up a pool, choosing the days' deals) runs only on CPU time
+nothing else wants; work that someone waits for (a race's deal from an empty pool, the
+day's deal not chosen yet) runs in a worker of its own at a low but fair priority, so
+that it ends on a busy node too, within :data:`WAIT_S`.
 
 Seeds in the pool are secret like any race's: they leave the server only in the results
 of the race that dealt them.
@@ -223,7 +223,7 @@ class DealPool:
         self._ahead = _Workers(config.solver_workers, _worker_start)  # on idle CPU only
         self._now = _Workers(1, _now_worker_start)  # someone waits for it
         self._filling: dict[str, asyncio.Task[None]] = {}
-        self._daily_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._daily_locks: dict[tuple[str, str, bool], asyncio.Lock] = {}
         self._days: asyncio.Task[None] | None = None
 
     async def _run(self, func: Callable[..., T], *args: Any, now: bool = False) -> T:
@@ -258,13 +258,15 @@ class DealPool:
         certifies winnable (its par revealed with its seed), chosen once for every node and
         kept; where the game has no certified deals (or the node deals the daily as it
         comes, ``daily_winnable`` off), the first candidate with a move at its start,
-        without par. Chosen on idle CPU if ``ahead`` (a day still to come), else in the
-        worker for work someone waits for."""
+        without par. Chosen on idle CPU if ``ahead`` (no one waits for it yet), else in the
+        worker for work someone waits for: one who asks while the choice ahead is still
+        being made does not wait for it, but has the same choice made beside it (it is the
+        same; the first kept stands)."""
         backend = self.node.backend
         secret = self.node.secret
         kept = await backend.daily_deal(date, variant)
         if kept is None:
-            lock = self._daily_locks.setdefault((date, variant), asyncio.Lock())
+            lock = self._daily_locks.setdefault((date, variant, ahead), asyncio.Lock())
             async with lock:
                 kept = await backend.daily_deal(date, variant)
                 if kept is None:
@@ -276,7 +278,8 @@ class DealPool:
                     else:
                         chosen = (playable_daily(secret, date, variant), None)
                     kept = await backend.keep_daily_deal(date, variant, *chosen)
-            self._daily_locks.pop((date, variant), None)
+            if not lock.locked():
+                self._daily_locks.pop((date, variant, ahead), None)
         return day_deal(secret, date, variant, *kept)
 
     def start(self) -> None:
@@ -300,7 +303,7 @@ class DealPool:
                     for variant in sorted(CERTIFIABLE):
                         if node.stopped:
                             return
-                        await self.daily(day, variant, ahead=day != today)
+                        await self.daily(day, variant, ahead=True)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the store is away: an attempt chooses it, or the next hour

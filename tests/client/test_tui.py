@@ -49,11 +49,13 @@ def log(app: RaceApp) -> str:
     return " ".join(strip.text.rstrip() for strip in app.query_one("#log", RichLog).lines)
 
 
-async def until(pilot: Pilot[int], check: Callable[[], Any], what: str) -> Any:
+async def until(
+    pilot: Pilot[int], check: Callable[[], Any], what: str, timeout: float = TIMEOUT
+) -> Any:
     """Wait until ``check()`` is true (the app goes on meanwhile, drawing on its own
     timer); return its value."""
     try:
-        async with asyncio.timeout(TIMEOUT):
+        async with asyncio.timeout(timeout):
             while True:
                 value = check()
                 if value:
@@ -230,14 +232,12 @@ async def test_a_winnable_room_gives_par_in_the_results(start_server: ServerFact
     server = await start_server(
         limits=FAST, winnable_default=True, deal_pool_size=1, solver_budget_s=1.0
     )
-    async with asyncio.timeout(4 * TIMEOUT):  # the pool is filled behind the start
-        while await server.node.backend.certified_count("canfield") < 1:
-            await asyncio.sleep(0.05)
-    app = RaceApp(server.url, name="par", settings={"countdown": 0}, request_timeout=TIMEOUT)
+    # The pool is still filling as the race starts: its deal is certified for it.
+    app = RaceApp(server.url, name="par", settings={"countdown": 0}, request_timeout=4 * TIMEOUT)
     async with app.run_test(size=SIZE) as pilot:
         await shows(pilot, "#room", r"^race: winnable deals only \(the results give par\)")
         await type_line(pilot, "start")
-        await until(pilot, lambda: app.client.view is not None, "the deal")
+        await until(pilot, lambda: app.client.view is not None, "the deal", 4 * TIMEOUT)
         await type_line(pilot, "resign")
         par = (await shows(pilot, "#results", r"^par (\d+) moves: the solver's winning line$"))[1]
         assert int(par) > 0
