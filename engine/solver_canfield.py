@@ -171,11 +171,49 @@ are alike from then on, and leaving a pile's bottom card where it is, when ``Xk`
 elsewhere, keeps a card that may leave instead of ``Xk``, so the choice never loses a
 line. When some ``Xk`` cannot leave, no line ever empties the reserve, and the state has
 no win.
+
+The piles as runs, just after ``Xk`` leaves (:func:`_packs`; for the search's states, whose
+piles are each one run: cards only ever go on a card they fit, and a pile's bottom card
+is the one dealt there or a reserve card that filled it). Take the same line, and the
+position just after ``tk``. Then:
+
+- four piles, none empty (a pile that empties is filled at once from the reserve, and
+  ``Xk``, the reserve's top until ``tk``, fills the one emptied at ``tk``), each one run from
+  its bottom card: its cards, from the bottom up, go down one rank at a time and change
+  colour each rank, so they share a *class*, the colour of a card and its rank's parity
+  together;
+- the bottom cards: a pile's bottom card now that has not left it, or a reserve card
+  ``Xj`` (``j <= k``) that filled a pile at ``tj``. So among the bottom cards now and the
+  reserve cards that may have filled a pile (``lifted``), and every bottom card now that
+  is not ``free`` (it has never moved);
+- on the piles, every card that is on the tableau now, or is one of ``X1`` to ``Xk``, and
+  is neither ``bankable`` nor a card whose foundation may take it (the card below it in
+  its suit ``bankable``, or an Ace): such a card leaves the tableau only for its
+  foundation, and never goes back to the reserve or the waste, so it is on the tableau
+  unless banked before ``tk`` (then ``bankable``) or at ``tk`` (only ``Xk`` and the bottom
+  card of the pile emptied then move at ``tk``, each home only if its foundation takes it);
+- no card still in the reserve (under ``Xk``) is on the piles;
+- ``Xk``, if there and not a bottom card, is its pile's top card: it was just put there.
+
+A run from a bottom card of rank ``R`` holds one card of its class at each rank from ``R``
+down to its top card's. :func:`_packs_with` decides, for each choice of four bottom cards,
+whether such runs exist: rank by rank from the Kings down, class by class, each card that
+must be there needs a run of its own at its rank, a run that goes on through a rank needs
+a card of that rank (its class has two) that is neither in the reserve nor a bottom card,
+and a run that stops never goes on; runs of a class are alike below their bottom cards, so
+only their count matters, and keeping every run that can go on is never worse, since one
+may stop at any rank. When no choice of bottom cards fits, no line lets ``Xk`` leave: the
+state has no win. With this test the check goes on to the reserve's last card even when
+every card left may go home or onto a placeable card (the sets of each card are needed
+for its test). The search makes it on its start only: on the states of the search it cut
+too few to pay for its cost (about twice the check's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import combinations
+from math import comb
 from typing import Final
 
 from .cards import RANK, RED, SUIT
@@ -245,6 +283,21 @@ _BANKED: Final[tuple[tuple[int, ...], ...]] = tuple(
 _MOD3: Final[tuple[int, ...]] = tuple(sum(1 << j for j in range(k, 60, 3)) for k in range(3))
 
 
+# By card, its rank (1 to 13) and its class: its colour and its rank's parity (alike for
+# all the cards of a run); by class and rank, the cards of that class and rank (two).
+_RANK1: Final[tuple[int, ...]] = tuple(RANK[c] for c in range(52))
+_CLASS: Final[tuple[int, ...]] = tuple(int(RED[c]) ^ (RANK[c] & 1) for c in range(52))
+_CLASS_RANK: Final[tuple[tuple[int, ...], ...]] = tuple(
+    tuple(sum(1 << c for c in range(52) if _CLASS[c] == k and RANK[c] == x) for x in range(14))
+    for k in (0, 1)
+)
+_CLASS_BITS: Final[tuple[int, ...]] = tuple(sum(_CLASS_RANK[k]) for k in (0, 1))
+
+
+# :func:`_packs` tries each way to choose the piles' bottom cards up to this many ways.
+_CHOICES: Final = 6
+
+
 def _fits_any(cards: int) -> int:
     """The cards that go on some card of ``cards`` (one rank below, the other colour)."""
     red = ((cards >> 13 | cards >> 26) & _RANKS) >> 1
@@ -253,7 +306,13 @@ def _fits_any(cards: int) -> int:
 
 
 def _reserve_leaves(
-    piles: tuple[bytes, ...], found: tuple[int, ...], reserve: bytes, seq: bytes, p: int
+    piles: tuple[bytes, ...],
+    found: tuple[int, ...],
+    reserve: bytes,
+    seq: bytes,
+    p: int,
+    runs: bool = False,
+    exact: bool = False,
 ) -> int:
     """How many of ``reserve``'s cards (not empty), from its top, may leave it in turn: all
     of them when the result is ``len(reserve)``, else ``reserve[-1 - result]`` never leaves.
@@ -265,6 +324,10 @@ def _reserve_leaves(
     that left the reserve or a pile's bottom. ``acc`` and ``rem`` are sets of positions in
     ``seq``: those ever at the waste's top, those ever played. Each card's sets go on from
     the last card's: the rules only add to them, and a round that adds nothing ends.
+
+    With ``runs`` (piles that are each one run), the piles' test (:func:`_packs`, module
+    docstring) follows each card too, and the check goes on to the last card; ``exact``
+    has it try every choice of the piles' bottom cards.
     """
     if not all(piles):
         return len(reserve)  # an empty pile takes the reserve's top card
@@ -297,6 +360,7 @@ def _reserve_leaves(
     bots = [pile[0] for pile in piles]  # each pile's bottom card, on one line of play
     dirty = True
     waiting = 0  # the reserve's cards from the one looked at down
+    departed = 0  # the reserve's cards above it, and it once it has left
     for c in reserve:
         waiting |= 1 << c
     for i in range(len(reserve) - 1, -1, -1):
@@ -321,33 +385,31 @@ def _reserve_leaves(
                         low = new & -new
                         new ^= low
                         acc_cards |= 1 << seq[low.bit_length() - 1]
-            # the cards that go on a placeable card (one rank below, the other colour)
-            red = ((placeable >> 13 | placeable >> 26) & _RANKS) >> 1
-            black = ((placeable | placeable >> 39) & _RANKS) >> 1
-            more = (
-                (down | acc_cards | free)
-                & (red | red << 39 | black << 13 | black << 26)
-                & ~placeable
-            )
-            if more:
+            # the cards that go on a placeable card (one rank below, the other colour), to
+            # the end of the chain (each card added may take another)
+            src = (down | acc_cards | free) & ~placeable
+            while src:
+                red = ((placeable >> 13 | placeable >> 26) & _RANKS) >> 1
+                black = ((placeable | placeable >> 39) & _RANKS) >> 1
+                more = src & (red | red << 39 | black << 13 | black << 26)
+                if not more:
+                    break
                 placeable |= more
+                src &= ~more
             if inner and (placeable != seen_p or bankable != seen_b):
                 seen_p, seen_b = placeable, bankable
-                keep = []
-                for entry in inner:
-                    bit, above, under = entry
+                was = off
+                for bit, above, under in inner:
                     if bankable & bit or placeable & above:
                         off |= bit
                         placeable |= under
-                    else:
-                        keep.append(entry)
-                inner = keep
-            cand = acc_cards | free | out & placeable
-            while True:
-                more = ((bankable << 1) & ~_ACES | _ACES) & ~bankable & cand
-                if not more:
-                    break
-                bankable |= more
+                if off != was:
+                    inner = [entry for entry in inner if not off & entry[0]]
+            # in suit order: each suit's run of cards from its foundation's height
+            x = bankable | acc_cards | free | out & placeable
+            y = x & ~_KINGS
+            z = (y + _ACES) & ~y  # each suit's lowest card not in ``x`` (a King at most)
+            bankable = (z - _ACES) | (z & x & _KINGS)
             played = acc_cards & (bankable | placeable) & ~rem_cards
             if played:
                 rem_cards |= played
@@ -371,7 +433,7 @@ def _reserve_leaves(
                     and (len(pile) == 1 or off >> pile[1] & 1)
                 ):
                     emptied |= 1 << b
-        if not waiting & ~ok:
+        if not runs and not waiting & ~ok:
             return len(reserve)  # each may go home or onto a placeable card
         bit = 1 << top
         waiting &= ~bit
@@ -393,14 +455,154 @@ def _reserve_leaves(
                 dirty = True
         if added & ok:
             dirty = True
+        if runs:
+            # the piles just after ``top`` leaves (module docstring, "The piles as runs")
+            home = bankable | (bankable << 1) & ~_ACES | _ACES
+            departed |= bit
+            must = (on_tab | departed) & ~home
+            fixed = bottoms & ~free  # never left their pile
+            if not _packs(must, fixed, (bottoms | lifted) & ~fixed, waiting, top, exact):
+                return len(reserve) - 1 - i
     return len(reserve)
 
 
+def _packs(must: int, fixed: int, loose: int, gone: int, top: int, exact: bool = True) -> bool:
+    """Whether the cards ``must`` may fit in four piles, each one run from its bottom card
+    down (one card a rank, the other colour each rank down): the piles' bottom cards
+    ``fixed`` and others of ``loose``, four in all, the other cards of the runs any but
+    ``gone``, and ``top``, if in ``must`` and not a bottom card, its pile's top card.
+
+    When there is a choice of bottom cards, first with every card of ``loose`` a bottom card
+    or not, as suits best (each may start a run, is taken to be where it must be, and may
+    stand in a run); then, when that fits, each way to choose: one by one when there are
+    at most :data:`_CHOICES`, else, with ``exact`` (the search's start), all at once class
+    by class (:func:`_class_counts`), else not at all. A "yes" may be wrong, a "no" never
+    is."""
+    spare = 4 - fixed.bit_count()
+    if spare <= 0 or not loose:
+        return _packs_with(must, fixed, 0, gone, top)
+    cards = []
+    while loose:
+        low = loose & -loose
+        loose ^= low
+        cards.append(low)
+    if len(cards) <= spare:
+        return _packs_with(must, fixed | sum(cards), 0, gone, top)
+    if not _packs_with(must, fixed, sum(cards), gone, top):
+        return False
+    if comb(len(cards), spare) <= _CHOICES:
+        return any(
+            _packs_with(must, fixed | sum(chosen), 0, gone, top)
+            for chosen in combinations(cards, spare)
+        )
+    if not exact:
+        return True
+    # by class, the counts of ``loose`` cards that may be bottom cards (bit ``n``: ``n``)
+    loose = sum(cards)
+    need = must & ~fixed
+    top_rank = _RANK1[top] if need >> top & 1 else 0
+    counts = []
+    for k in (0, 1):
+        mine = loose & _CLASS_BITS[k]
+        if not need & _CLASS_BITS[k]:
+            counts.append((2 << min(mine.bit_count(), 4)) - 1)
+            continue
+        counts.append(_class_counts(k, need, fixed, mine, gone, top, top_rank))
+    return any(counts[0] >> n & counts[1] >> (spare - n) & 1 for n in range(spare + 1))
+
+
+def _class_counts(
+    k: int, need: int, fixed: int, loose: int, gone: int, top: int, top_rank: int
+) -> int:
+    """For :func:`_packs`, the runs of class ``k`` with the bottom cards ``fixed`` and some of
+    ``loose``: the counts of cards of ``loose`` (bit ``n`` for ``n``, up to 4) for which some
+    choice fits, as :func:`_packs_with` decides for each choice, all at once: the most runs
+    that may go on, rank by rank, for each count chosen so far (more is never worse)."""
+    ranks = _CLASS_RANK[k]
+    best = {0: 0}  # cards of ``loose`` chosen: the most runs
+    for x in range(13, 0, -1):
+        here = ranks[x]
+        mine = loose & here
+        options: tuple[int, ...]
+        if mine:
+            low = mine & -mine
+            options = (0, low) if low == mine else (0, low, mine ^ low, mine)
+        else:
+            options = (0,)
+        starts = (fixed & here).bit_count()
+        after: dict[int, int] = {}
+        for used, runs in best.items():
+            for chosen in options:
+                n = used + chosen.bit_count()
+                if n > 4:
+                    continue
+                room = (here & ~(gone | fixed | chosen)).bit_count()
+                runs_here = min(runs, room)
+                if (need & here & ~chosen).bit_count() > runs_here:
+                    continue
+                if x == top_rank and _CLASS[top] == k and not chosen >> top & 1:
+                    runs_here -= 1  # ``top``'s run ends with it
+                runs_here += starts + chosen.bit_count()
+                if after.get(n, -1) < runs_here:
+                    after[n] = runs_here
+        if not after:
+            return 0
+        best = after
+    out = 0
+    for n in best:
+        out |= 1 << n
+    return out
+
+
+def _packs_with(must: int, bottoms: int, loose: int, gone: int, top: int) -> bool:
+    """:func:`_packs` with the piles' bottom cards ``bottoms``, and ``loose`` cards each of
+    which may start a run and stand in one, and is never needed in one. Each run, from its
+    bottom card's rank down, goes on as long as there are cards for it; one that ends,
+    ends for good. Runs of a class (colour and rank's parity, alike all along a run) take
+    the cards of that class; at each rank, each card of ``must`` needs its own run, and
+    each run a card of the rank that is not ``gone`` nor a bottom card. Keeping every run
+    that may go on is never worse (one may end at any rank), so the count of runs is all
+    that matters, rank by rank from the Kings down."""
+    room = ~(gone | bottoms)
+    need = must & ~bottoms & ~loose
+    starts = bottoms | loose
+    top_rank = _RANK1[top] if need >> top & 1 else 0
+    top_class = _CLASS[top]
+    for k in (0, 1):
+        mine = need & _CLASS_BITS[k]
+        if not mine:
+            continue
+        # from the highest rank of a card needed or a bottom card down to the lowest needed
+        low = (mine | mine >> 13 | mine >> 26 | mine >> 39) & _RANKS
+        high = (starts & _CLASS_BITS[k]) | mine
+        high = (high | high >> 13 | high >> 26 | high >> 39) & _RANKS
+        ranks = _CLASS_RANK[k]
+        runs = 0
+        for x in range(high.bit_length(), (low & -low).bit_length() - 1, -1):
+            here = ranks[x]
+            if runs or need & here:
+                free = (here & room).bit_count()
+                if runs > free:
+                    runs = free
+                if (need & here).bit_count() > runs:
+                    return False
+                if x == top_rank and k == top_class:
+                    runs -= 1  # ``top``'s run ends with it
+            if starts & here:
+                runs += (starts & here).bit_count()  # runs from bottom cards of this rank
+    return True
+
+
 def _reserve_stuck(
-    piles: tuple[bytes, ...], found: tuple[int, ...], reserve: bytes, seq: bytes, p: int
+    piles: tuple[bytes, ...],
+    found: tuple[int, ...],
+    reserve: bytes,
+    seq: bytes,
+    p: int,
+    runs: bool = False,
 ) -> bool:
     """Whether some card of ``reserve`` (not empty) can never leave it: then no win."""
-    return _reserve_leaves(piles, found, reserve, seq, p) < len(reserve)
+    return _reserve_leaves(piles, found, reserve, seq, p, runs) < len(reserve)
 
 
 def _canon(
@@ -568,8 +770,12 @@ class CanfieldModel:
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, seq, p, new = state
         reserve = self.reserve
-        if new and rc and _reserve_leaves(piles, found, reserve[:rc], seq, p) < rc:
-            return []  # a card of the reserve can never leave it: no win
+        if new and rc:
+            # the piles' test (:func:`_packs`) at the start only: in the search it cut
+            # too few of the states to pay for itself
+            start = state is self.root and self.runs_only
+            if _reserve_leaves(piles, found, reserve[:rc], seq, p, start, start) < rc:
+                return []  # a card of the reserve can never leave it: no win
         runs_only = self.runs_only
         n = len(seq)
         # Waste positions reachable by draws and redeals.

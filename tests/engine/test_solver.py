@@ -36,6 +36,7 @@ from solrace.engine.solver_canfield import (
     CanfieldModel,
     Child,
     State,
+    _packs,
     _reserve_leaves,
     _reserve_stuck,
 )
@@ -416,6 +417,9 @@ def test_a_reserve_card_under_the_top_that_can_never_leave_is_no_win_by_both_sea
     never can (the cut that follows the reserve card by card): the plain search finds no
     win from any of them that it finishes."""
     model = CanfieldModel(new_game(CF, seed))
+    # The search as it was before the piles' test (``runs``), which cuts most of these
+    # positions sooner: the chained check alone is what this test compares.
+    model.runs_only = False
     found: list[State] = []
     expand = model.expand
 
@@ -526,3 +530,68 @@ def test_a_card_its_foundation_takes_on_a_card_it_fits_is_banked_in_the_state() 
     assert model.root_actions == ((parse_card("QH"), 1, -2),)
     assert plain_search(game, max_positions=20_000) is True
     assert solve_position(game, budget_s=None, max_nodes=20_000).verdict is Verdict.WINNABLE
+
+
+def bits(cards: str) -> int:
+    return sum(1 << parse_card(c) for c in cards.split())
+
+
+def test_the_piles_hold_the_cards_that_must_be_on_them_only_as_runs() -> None:
+    """4D, just out of the reserve and on no pile's bottom, needs a run from a bottom card
+    of its class (a red card of even rank, or a black one of odd rank) above it: only QD's,
+    through a red 8."""
+    bottoms = bits("QD 7H 4H 3C")
+    top = parse_card("4D")
+    must = bits("QD 4D")
+    assert _packs(must, bottoms, 0, bits("8H"), top)
+    assert not _packs(must, bottoms, 0, bits("8H 8D"), top)
+    # 4D may have filled a pile: it may be a bottom card itself, in 3C's place.
+    assert _packs(must, bits("QD 7H 4H"), bits("3C 4D"), bits("8H 8D"), top)
+    # 4S, of the other class, goes in 7H's run; 6D and 6H both need a run of QD's class
+    # at rank 6, and only QD's goes that high.
+    assert _packs(must | bits("4S"), bottoms, 0, 0, top)
+    assert not _packs(bits("QD 6D 6H 4D"), bottoms, 0, 0, top)
+    # a King that must be on the piles is a bottom card
+    assert not _packs(must | bits("KS"), bottoms, 0, 0, top)
+    assert _packs(must | bits("KS"), bits("QD 7H 4H"), bits("3C KS"), 0, top)
+
+
+@pytest.mark.parametrize("seed", [2, 7])
+def test_the_piles_test_agrees_with_the_plain_search(seed: int) -> None:
+    """Positions of real deals that only the piles' test cuts (the chained check alone lets
+    every reserve card leave): the plain search finds no win from any that it finishes."""
+    model = CanfieldModel(new_game(CF, seed))
+    found: list[State] = []
+    expand = model.expand
+
+    def recording(state: State) -> list[Child]:
+        piles, heights, rc, seq, p, checked = state
+        if checked and rc:
+            reserve = model.reserve[:rc]
+            cut = _reserve_leaves(piles, heights, reserve, seq, p, True) < rc
+            if cut and _reserve_leaves(piles, heights, reserve, seq, p) == rc:
+                found.append(state)
+        return expand(state)
+
+    model.expand = recording  # type: ignore[method-assign]
+    _search(model, 2_000, None)
+    compared = 0
+    for state in found[:6]:
+        plain = plain_search(model_game(model, state), max_positions=5_000)
+        if plain is not None:
+            assert plain is False, state
+            compared += 1
+    assert compared >= 3
+
+
+def test_a_deal_whose_piles_cannot_hold_the_reserve_is_no_win_at_the_start() -> None:
+    """A real deal (of the bench's sample) that the chained check lets through at the start
+    but the piles' test does not: the search stops there."""
+    game = new_game(CF, 5555059882594120888)
+    model = CanfieldModel(game)
+    piles, found, rc, seq, p, _ = model.root
+    reserve = model.reserve[:rc]
+    assert _reserve_leaves(piles, found, reserve, seq, p) == rc
+    assert _reserve_leaves(piles, found, reserve, seq, p, True, True) < rc
+    outcome = solve_position(game, budget_s=None, max_nodes=5_000)
+    assert outcome.verdict is Verdict.NOT_WINNABLE and outcome.nodes == 1
