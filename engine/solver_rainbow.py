@@ -11,7 +11,11 @@ A state is ``(piles, found, rc, sp, waste)``:
 - ``waste``: the waste as ``bytes``, bottom card first.
 
 Nothing fills an empty pile by itself (RC-14), and every rule treats the four piles
-alike, so the key sorts them.
+alike, so the key sorts them. The key leaves the waste out: it is fixed by the rest. No
+card ever goes back to the stock, the reserve or the waste (RC-18 to RC-22), so the waste
+holds exactly the cards that have come to it (the deal's waste, then the stock's first
+``sp`` cards) and are neither banked (the foundations' counts name them) nor in a pile,
+in the order they came.
 
 Draws are folded into the waste's moves. A draw changes nothing but the stock and the
 waste, and no move other than a draw or a move of the waste's top card depends on the
@@ -31,6 +35,20 @@ Dead positions, cut without a search: a pile that holds a card above a card of t
 suit that its foundation needs earlier. A card leaves a tableau pile only to a
 foundation, from the top, or with its whole pile (RC-9, RC-11), so the upper card can
 never be banked before the lower one, which the foundation needs first.
+
+More generally, a card in a pile is banked before the card under it (the same reason),
+and a foundation banks its cards in order: a position is dead when these "banked before"
+relations, over the cards not banked, make a cycle (:meth:`RainbowModel._cyclic`). A pile
+builds down by one rank, so a card lies on a card one rank above it, and each relation
+goes from a card to one a rank above it (relative to the lead rank) except where a card
+just below the lead rank lies on one of the lead rank (a "wrap"): every cycle passes a
+wrap. From each wrap's lower card (lead rank, suit ``b``), the check follows the
+relations up the thirteen ranks, as the set of suits reached at each rank (a foundation
+keeps its suit, the card under a card reached adds that card's suit), to the wraps whose
+upper card is reached, and so to other lead cards; a cycle among the (at most four) lead
+cards found so is a cycle of the relations, hence no win. The per-pile test above is the
+case of one pile and one suit, and a cycle can only appear when a pile gains a card or a
+pile, so the check runs then, and only when some pile holds a wrap.
 
 Safe moves to the foundations (taken alone, without trying anything else): a card ``c``
 that its foundation takes, at the top of a tableau pile, of the reserve or of the waste,
@@ -56,10 +74,14 @@ than from ``S``, which makes taking the move alone sound for the search.
 The search (:meth:`RainbowModel.search`) expands the states best first, by a score
 that favours a short waste and reserve and many cards banked (:func:`_score`): winning
 lines keep the waste short, while a depth-first search, which draws first, spends its
-budget on positions with most of the stock in the waste. It records every state it
-queues and expands each once, so when its queue runs out, no win exists, as with the
-depth-first search of :mod:`.solver`; a line it finds is checked by the engine like any
-other (:func:`.solver.certificate`).
+budget on positions with most of the stock in the waste. From the heap's best state it
+dives: it expands the state, then that state's best new child, and so on, ``DIVE`` states
+at most, putting every other new child on the heap, and the last best child when the dive
+ends (a winning line often has to cross a hump of the score, such as drawing the stock's
+last cards, which a plain best-first search reaches only after every state below it). It
+records every state it queues or dives to and expands each once, so when its heap runs
+out, no win exists, as with the depth-first search of :mod:`.solver`; a line it finds is
+checked by the engine like any other (:func:`.solver.certificate`).
 """
 
 from __future__ import annotations
@@ -89,6 +111,8 @@ _FITS: Final[tuple[tuple[bool, ...], ...]] = tuple(
 )
 # The rank one above each card's (wrapping): the rank of the cards it may go on.
 _UP: Final[tuple[int, ...]] = tuple(RANK[c] % 13 + 1 for c in range(52))
+# The states a dive of the search expands at most (:meth:`RainbowModel.search`).
+DIVE: Final = 40
 # The actions of k draws, by k.
 _DRAWS: Final[tuple[tuple[Action, ...], ...]] = tuple((DRAW_ACTION,) * k for k in range(53))
 # The four cards one rank below each card (wrapping): those that may go on it.
@@ -109,6 +133,13 @@ class RainbowModel:
     def __init__(self, game: Game) -> None:
         base = game.base_rank
         self.rel: tuple[int, ...] = tuple((RANK[c] - base) % 13 for c in range(52))
+        # The card of each suit and rank above the lead rank: at[suit * 13 + rel].
+        at = [0] * 52
+        for c in range(52):
+            at[SUIT[c] * 13 + self.rel[c]] = c
+        self.at: tuple[int, ...] = tuple(at)
+        # byte 1 for the cards of the lead rank, 0 for the others (for bytes.translate).
+        self.leads: bytes = bytes(1 if c < 52 and self.rel[c] == 0 else 0 for c in range(256))
         self.reserve = bytes(game.reserve)
         self.stock = bytes(reversed(game.stock))  # the next card to draw first
         found = [0, 0, 0, 0]
@@ -130,8 +161,8 @@ class RainbowModel:
 
     @staticmethod
     def key(state: State) -> bytes:
-        piles, found, rc, sp, waste = state
-        return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc, sp)) + waste
+        piles, found, rc, sp, _ = state
+        return b"\xff".join(sorted(piles)) + b"\xfe" + bytes((*found, rc, sp))
 
     @staticmethod
     def table() -> Callable[[bytes], bool]:
@@ -152,8 +183,10 @@ class RainbowModel:
     ) -> tuple[list[Action] | None, int, bool]:
         """The search, best first: (the winning actions or None, states expanded, exhausted).
 
-        It expands the states in the order of their score (:func:`_score`), each once (the
-        table of states seen holds every state it has queued), until a child is won, the
+        It expands the states in the order of their score (:func:`_score`), each with a
+        dive of up to ``DIVE`` states along its best new children (module docstring), each
+        state once (the table of states seen holds every state it has queued or dived to),
+        until a child is won, the
         queue is empty (``exhausted``: every successor of every state expanded has been
         expanded, so no win exists, as for the depth-first search of :mod:`.solver`), it
         has expanded ``max_nodes`` states, or the process's CPU clock passes ``deadline``.
@@ -182,27 +215,45 @@ class RainbowModel:
         root_key = self.key(root)
         parent[root_key] = (b"", self.root_actions)
         heap: list[tuple[int, int, bytes, State]] = [(0, 0, root_key, root)]
+        push = heapq.heappush
         count = 0
         nodes = 0
         while heap:
-            if nodes == max_nodes:
-                return None, nodes, False
-            nodes += 1
-            if deadline is not None and nodes % 8 == 0 and clock() > deadline:
-                return None, nodes, False
             _, _, at, state = heapq.heappop(heap)
-            for actions, child, key in expand(state):
-                if key in parent:
-                    continue
-                parent[key] = (at, actions)
-                if won(child):
-                    line: list[tuple[Action, ...]] = []
-                    while key:
-                        key, step = parent[key]
-                        line.append(step)
-                    return [a for step in reversed(line) for a in step], nodes, False
+            # A dive: expand the state, then its best new child, and so on, DIVE states at
+            # most; every other new child goes on the heap, and so does the last best one.
+            for _ in range(DIVE):
+                if nodes == max_nodes:
+                    return None, nodes, False
+                nodes += 1
+                if deadline is not None and nodes % 8 == 0 and clock() > deadline:
+                    return None, nodes, False
+                best: tuple[int, bytes, State] | None = None
+                for actions, child, key in expand(state):
+                    if key in parent:
+                        continue
+                    parent[key] = (at, actions)
+                    if won(child):
+                        line: list[tuple[Action, ...]] = []
+                        while key:
+                            key, step = parent[key]
+                            line.append(step)
+                        return [a for step in reversed(line) for a in step], nodes, False
+                    score = _score(child)
+                    if best is None or score < best[0]:
+                        if best is not None:
+                            count -= 1
+                            push(heap, (best[0], count, best[1], best[2]))
+                        best = (score, key, child)
+                    else:
+                        count -= 1
+                        push(heap, (score, count, key, child))
+                if best is None:
+                    break
+                _, at, state = best
+            else:
                 count -= 1
-                heapq.heappush(heap, (_score(child), count, key, child))
+                push(heap, (_score(state), count, at, state))
         return None, nodes, True
 
     @staticmethod
@@ -219,6 +270,53 @@ class RainbowModel:
             if r > low[s]:
                 return True
             low[s] = r
+        return False
+
+    def _wrapped(self, piles: tuple[bytes, ...]) -> bool:
+        """Whether a card lies on a card of the lead rank in some pile (a wrap)."""
+        leads = self.leads
+        return any(1 in p[:-1].translate(leads) for p in piles)
+
+    def _cyclic(self, piles: tuple[bytes, ...]) -> bool:
+        """Whether the piles order the banking in a cycle (module docstring)."""
+        rel = self.rel
+        at = self.at
+        below: dict[int, int] = {}
+        wraps: list[tuple[int, int]] = []  # (suit above, suit below) of each wrap
+        for p in piles:
+            for i in range(1, len(p)):
+                lo = p[i - 1]
+                below[p[i]] = lo
+                if rel[lo] == 0:
+                    wraps.append((SUIT[p[i]], SUIT[lo]))
+        if not wraps:
+            return False
+        # step[b]: the suits whose lead card follows suit b's lead card in the order,
+        # through one pass up the ranks and one wrap.
+        step = [0, 0, 0, 0]
+        for b in {lo for _, lo in wraps}:
+            reach = 1 << b
+            for r in range(12):
+                more = 0
+                for s in range(4):
+                    if reach >> s & 1:
+                        lo = below.get(at[s * 13 + r], -1)
+                        if lo >= 0:
+                            more |= 1 << SUIT[lo]
+                reach |= more
+            for a, lo in wraps:
+                if reach >> a & 1:
+                    step[b] |= 1 << lo
+        for b in range(4):
+            seen = step[b]
+            for _ in range(3):
+                more = 0
+                for s in range(4):
+                    if seen >> s & 1:
+                        more |= step[s]
+                seen |= more
+            if seen >> b & 1:
+                return True
         return False
 
     def _safe(self, c: int, found: tuple[int, ...], piles: tuple[bytes, ...]) -> bool:
@@ -283,8 +381,10 @@ class RainbowModel:
         rc: int,
         sp: int,
         waste: bytes,
+        wrapped: bool,
     ) -> None:
-        """The moves of ``c``, the waste's top card after ``draws``, with ``waste`` below it."""
+        """The moves of ``c``, the waste's top card after ``draws``, with ``waste`` below it
+        (``wrapped``: whether ``piles`` have a wrap, :meth:`_wrapped`)."""
         rel = self.rel
         s = SUIT[c]
         if found[s] == rel[c]:
@@ -310,13 +410,17 @@ class RainbowModel:
                 new = card
             pl = list(piles)
             pl[j] = new
-            self._child(out, (*draws, (c, 1, target)), (tuple(pl), found, rc, sp, waste))
+            moved = tuple(pl)
+            if (wrapped or (target >= 0 and rel[target] == 0)) and self._cyclic(moved):
+                continue
+            self._child(out, (*draws, (c, 1, target)), (moved, found, rc, sp, waste))
 
     def expand(self, state: State) -> list[Child]:
         piles, found, rc, sp, waste = state
         rel = self.rel
         reserve = self.reserve
         out: list[Child] = []
+        wrapped = self._wrapped(piles)
         top_r = reserve[rc - 1] if rc else -1
         # 1. to the foundations
         for i, pile in enumerate(piles):
@@ -353,7 +457,10 @@ class RainbowModel:
                     new = card
                 pl = list(piles)
                 pl[j] = new
-                self._child(out, ((top_r, 1, target),), (tuple(pl), found, rc - 1, sp, waste))
+                moved = tuple(pl)
+                if (wrapped or (target >= 0 and rel[target] == 0)) and self._cyclic(moved):
+                    continue
+                self._child(out, ((top_r, 1, target),), (moved, found, rc - 1, sp, waste))
         # 3. whole piles onto another pile
         for i, pile in enumerate(piles):
             if not pile:
@@ -367,12 +474,13 @@ class RainbowModel:
                     pl = list(piles)
                     pl[i] = b""
                     pl[j] = new
-                    self._child(
-                        out, ((pile[0], len(pile), tg[-1]),), (tuple(pl), found, rc, sp, waste)
-                    )
+                    moved = tuple(pl)
+                    if (wrapped or rel[tg[-1]] == 0) and self._cyclic(moved):
+                        continue
+                    self._child(out, ((pile[0], len(pile), tg[-1]),), (moved, found, rc, sp, waste))
         # 4. the waste's top card, then draws of k cards and a move of the last one drawn
         if waste:
-            self._play(out, waste[-1], (), piles, found, rc, sp, waste[:-1])
+            self._play(out, waste[-1], (), piles, found, rc, sp, waste[:-1], wrapped)
         stock = self.stock
         # The ranks a card drawn may go on (one rank above it), to pass over at once the
         # cards that have nowhere to go.
@@ -383,5 +491,7 @@ class RainbowModel:
         for q in range(sp, len(stock)):
             c = stock[q]
             if anywhere or found[SUIT[c]] == rel[c] or _UP[c] in above:
-                play(out, c, draws[q + 1 - sp], piles, found, rc, q + 1, waste + stock[sp:q])
+                play(
+                    out, c, draws[q + 1 - sp], piles, found, rc, q + 1, waste + stock[sp:q], wrapped
+                )
         return out

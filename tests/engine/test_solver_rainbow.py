@@ -3,13 +3,15 @@ and the plain search (``solrace.engine.solver_plain``)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from positions import RAINBOW_STUCK, build
 
 from solrace.engine import Status, new_game
 from solrace.engine.solver import Verdict, certificate, solve_position
 from solrace.engine.solver_plain import plain_search
-from solrace.engine.solver_rainbow import RainbowModel
+from solrace.engine.solver_rainbow import Child, RainbowModel, State
 
 RC = "rainbow-canfield"
 
@@ -42,3 +44,109 @@ def test_the_search_runs_out_of_positions_only_where_the_plain_search_finds_no_w
     # The same search on a deal it wins does not call it exhausted on the way.
     line, _, exhausted = RainbowModel(new_game(RC, 10)).search(5_000, None)
     assert line is not None and not exhausted
+
+
+# Lead rank Ace; hearts and spades banked. KC lies on AD and KD on AC: each of clubs and
+# diamonds must be finished before the other starts. No pile holds two cards of a suit out
+# of order (the per-pile test), but the piles together order the banking in a cycle.
+RAINBOW_CYCLE = {
+    "base_rank": 1,
+    "foundations": [
+        "AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH QH KH",
+        "AS 2S 3S 4S 5S 6S 7S 8S 9S 10S JS QS KS",
+    ],
+    "tableau": [
+        "AD KC",
+        "AC KD",
+        "QC JD 10C 9D 8C 7D 6C 5D 4C 3D 2C",
+        "QD JC 10D 9C 8D 7C 6D 5C 4D 3C 2D",
+    ],
+}
+
+
+def test_a_cycle_of_wraps_between_piles_is_cut_where_the_plain_search_finds_no_win() -> None:
+    game = build(RC, **RAINBOW_CYCLE)  # type: ignore[arg-type]
+    assert plain_search(game, max_positions=5_000) is False
+    model = RainbowModel(game)
+    piles = model.root[0]
+    assert not any(model._dead(p) for p in piles)  # the per-pile test does not see it
+    assert model._wrapped(piles) and model._cyclic(piles)
+    line, nodes, exhausted = model.search(100, None)
+    assert line is None and exhausted and nodes == 1  # every child of the root is cut
+    # KD on AC alone still closes a cycle through the third pile: every diamond before AC,
+    # AC before 2C, and 2C (on 3D) before 3D.
+    assert model._cyclic((b"", *piles[1:]))
+    # So does KC on AD with JD on QC: JD before QC, every club before AD.
+    assert model._cyclic((piles[0], b"", piles[2], b""))
+    # A wrap alone, or the interleaved piles without a wrap, order the suits without one.
+    assert not model._cyclic((piles[0], b"", b"", b""))
+    assert not model._cyclic((b"", b"", piles[2], piles[3]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_key_leaves_out_only_a_waste_the_rest_of_the_state_fixes(seed: int) -> None:
+    model = RainbowModel(new_game(RC, seed))
+    wastes: dict[bytes, bytes] = {}
+    expand = model.expand
+
+    def checked(state: State) -> list[Child]:
+        children = expand(state)
+        for _, child, key in children:
+            assert wastes.setdefault(key, child[4]) == child[4]
+            assert not model._cyclic(child[0])
+        return children
+
+    model.expand = checked  # type: ignore[method-assign]
+    model.search(2_000, None)
+    assert len(wastes) > 1_000
+
+
+def test_the_positions_a_search_cuts_as_cyclic_are_lost_for_the_plain_search() -> None:
+    """The cycle test on a real deal's positions, late enough for the plain search."""
+    game = new_game(RC, 15063802959729363297)
+    model = RainbowModel(game)
+    cyclic = model._cyclic
+    expand = model.expand
+    at: list[State] = []
+    cuts: list[tuple[State, tuple[bytes, ...]]] = []
+
+    def recorded(piles: tuple[bytes, ...]) -> bool:
+        if cyclic(piles):
+            cuts.append((at[-1], piles))
+            return True
+        return False
+
+    def expanding(state: State) -> list[Child]:
+        at.append(state)
+        return expand(state)
+
+    model._cyclic = recorded  # type: ignore[method-assign]
+    model.expand = expanding  # type: ignore[method-assign]
+    model.search(6_000, None)
+    lost = 0
+    for (piles, found, rc, sp, waste), moved in cuts:
+        new = set(b"".join(moved)) - set(b"".join(piles))
+        if new:  # a card came to the tableau: from the reserve, the waste or the stock
+            (card,) = new
+            if rc and model.reserve[rc - 1] == card:
+                rc -= 1
+            elif waste and waste[-1] == card:
+                waste = waste[:-1]
+            else:
+                q = model.stock.index(card, sp)
+                waste, sp = waste + model.stock[sp:q], q + 1
+        if sp < 30:
+            continue
+        work = copy.deepcopy(game)
+        work.tableau = [list(p) for p in moved]
+        work.foundations = [[model.at[s * 13 + r] for r in range(n)] for s, n in enumerate(found)]
+        work.foundations.sort(key=len, reverse=True)
+        work.reserve = list(model.reserve[:rc])
+        work.stock = list(reversed(model.stock[sp:]))
+        work.waste, work.fan = list(waste), min(len(waste), 1)
+        verdict = plain_search(work, max_positions=2_000)
+        assert verdict is not True
+        lost += verdict is False
+        if lost == 20:
+            break
+    assert lost == 20
