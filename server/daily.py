@@ -201,11 +201,12 @@ def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | 
 
     A program that hides its speed in a slow median, quick gaps among gaps just over the
     floor (35, 155, 155 ms), gives itself away in the average, which is what its time on
-    the board is made of; one that plays just over the floor all along (160 ms a move), in
-    how even its gaps are (:data:`EVEN_SPREAD`). A person's stays far above: with every foundation move sent by
+    the board is made of. A person's stays far above: with every foundation move sent by
     the page at once, a person would need to play each of the other moves in under about
     280 ms, the thinking included, to come under 150 ms. The average starts at the first
-    move, so that a program waiting before it plays gains nothing.
+    move, so that a program waiting before it plays gains nothing. A program that plays
+    just over the floor all along (160 ms a move) gives itself away in how even its gaps
+    are (:data:`EVEN_SPREAD`).
     """
     if median_ms <= 0 or len(times) < max(3, min_moves):
         return None
