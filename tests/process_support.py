@@ -132,7 +132,11 @@ class Player:
     def playing(self) -> bool:
         """Whether the player's game goes on (a random line of play may end stuck)."""
         view = self.client.view
-        return view is not None and view["status"] == "playing" and bool(view["legal"])
+        if view is None:
+            return False
+        if view["status"] == "stuck":  # over unless undo is on: then the player undoes
+            return bool(view.get("can_undo"))
+        return view["status"] == "playing" and bool(view["legal"])
 
     def choose(self, legal: list[str]) -> str:
         """A random legal move, mostly a turn of the stock: that never leaves a game stuck."""
@@ -148,7 +152,8 @@ class Player:
         assert self.client.view is not None
         rev = len(self.acked)
         assert self.client.rev == rev, "the server holds a move that was never acked"
-        move = self.choose(self.client.view["legal"])
+        view = self.client.view
+        move = "u" if view["status"] == "stuck" else self.choose(view["legal"])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 4 * TIMEOUT
         while True:

@@ -175,10 +175,14 @@ class Race:
     async def moves_each(self, more: int, timeout: float = 3 * TIMEOUT) -> list[int]:
         """Wait until every player has ``more`` acked moves beyond now; return the counts.
 
-        A player whose game ended (stuck) is done; most games must go on.
+        A player whose game ended (won, or stuck where undo is off) is done; most games must go on.
         """
         counts = [len(p.acked) for p in self.players]
-        assert sum(p.playing for p in self.players) > len(self.players) // 2
+        states = [
+            (len(p.acked), p.client.view and p.client.view["status"], p.playing)
+            for p in self.players
+        ]
+        assert sum(p.playing for p in self.players) > len(self.players) // 2, states
         await self.until(
             lambda: all(
                 len(p.acked) >= n + more or not p.playing
@@ -246,7 +250,7 @@ async def open_race(cluster: Cluster, *, seed: int) -> Race:
         max_players=len(players),
         countdown=0,
         time_limit=600,
-        undo=False,
+        undo=True,  # a player whose random line of play ends stuck undoes and goes on
         spectators="live",
     )
     for player in players[1:]:
