@@ -16,7 +16,10 @@ figures as ``key=value`` pairs: ``decided_<game>`` (a share from 0 to 1), ``medi
 ``winnable_<game>``, ``not_winnable_<game>``, ``unknown_<game>`` and ``budget_s_<game>``, with
 the game's id written with underscores, then ``baseline_per_s``: a fixed pure-Python
 workload (SplitMix64 outputs per CPU second) timed in this process before each game, as
-in ``bench/engine.py``, to tell a slow machine from a slow solver. Progress goes to stderr.
+in ``bench/engine.py``, to tell a slow machine from a slow solver, and ``compiled``: the
+solver's modules that ran compiled (setup.py; ``none`` where the build made none or
+``SOLRACE_PURE=1`` is set, which runs the plain Python modules to compare). Progress goes
+to stderr.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import statistics
 import sys
 import time
 
-from solrace.engine import Status, replay
+from solrace.engine import Status, native, replay
 from solrace.engine.rng import SplitMix64
 from solrace.engine.solver import Outcome, Verdict, solve_deals
 
@@ -140,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {p90:.3f} | {nodes} | {budget:g} | {wall:.0f} |"
         )
     pairs.append(f"baseline_per_s={statistics.median(rates):.0f}")
+    pairs.append(f"compiled={','.join(native.compiled()) or 'none'}")
     print(" ".join(pairs))
     return 0
 

@@ -54,13 +54,12 @@ from __future__ import annotations
 
 import copy
 import gc
-import heapq
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Protocol
+from typing import Final
 
 from .game import Game, Status
 from .moves import DRAW, REDEAL, Move, MoveKind, PileKind
@@ -68,6 +67,7 @@ from .registry import new_game
 from .solver_canfield import CanfieldModel
 from .solver_canister import CanisterModel
 from .solver_rainbow import RainbowModel
+from .solver_search import Action, Model, search_model
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -86,38 +86,11 @@ __all__ = [
 
 DEFAULT_MAX_NODES: Final = 200_000
 DEFAULT_BUDGET_S: Final = 1.0
-# The clock is read once per this many states.
-_CLOCK_EVERY: Final = 64
 
 T, F, R, W = PileKind.TABLEAU, PileKind.FOUNDATION, PileKind.RESERVE, PileKind.WASTE
 TO_FOUNDATION: Final = -2
 TO_EMPTY: Final = -1
 DRAW_ACTION: Final = (-1, 0, 0)
-
-Action = tuple[int, int, int]
-
-
-class Model(Protocol):
-    """What the search needs of a game's model (it may also have ``search``, or
-    ``priority(state) -> int`` and ``dives: tuple[int, int]``: module docstring)."""
-
-    root: Any
-    root_actions: tuple[Action, ...]
-
-    def key(self, state: Any) -> Hashable: ...
-
-    def table(self) -> Callable[[Any], bool]: ...
-
-    def won(self, state: Any) -> bool: ...
-
-    def expand(self, state: Any) -> Sequence[tuple[tuple[Action, ...], Any, Hashable]]: ...
-
-
-# A model may also offer a search of its own, used instead of the depth-first search below:
-# ``search(max_nodes, deadline) -> (winning actions or None, states expanded, exhausted)``,
-# with ``deadline`` on the process's CPU clock. It must keep the depth-first search's
-# guarantee (every successor of a state it expands is expanded or recorded as seen).
-
 
 MODELS: Final[dict[str, Callable[[Game], Model]]] = {
     "canfield": CanfieldModel,
@@ -163,95 +136,6 @@ class SearchResult:
     moves: list[Move] | None
     nodes: int
     exhausted: bool
-
-
-def _search(
-    model: Model, max_nodes: int | None, budget_s: float | None
-) -> tuple[list[Action] | None, int, bool]:
-    """Search ``model``: (winning actions or None, states expanded, exhausted).
-
-    Depth-first, unless the model has a ``priority``: then best-first with depth-first dives
-    (module docstring). A line is kept as a chain of links ``(parent link, actions)``.
-    """
-    # The search makes many small tuples and no cycles: the cyclic collector would only
-    # rescan the states it holds (about a tenth of the time on Canfield's slow deals).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _search_states(model, max_nodes, budget_s)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _search_states(
-    model: Model, max_nodes: int | None, budget_s: float | None
-) -> tuple[list[Action] | None, int, bool]:
-    """The search of :func:`_search`, with the cyclic collector off."""
-    clock = time.process_time
-    deadline = None if budget_s is None else clock() + budget_s
-    limit = -1 if max_nodes is None else max_nodes
-    root = model.root
-    if model.won(root):
-        return list(model.root_actions), 0, False
-    own = getattr(model, "search", None)
-    if own is not None:
-        result: tuple[list[Action] | None, int, bool] = own(max_nodes, deadline)
-        return result
-    won = model.won
-    expand = model.expand
-    fresh = model.table()
-    fresh(model.key(root))
-    priority: Callable[[Any], int] | None = getattr(model, "priority", None)
-    dive, later = (-1, -1) if priority is None else getattr(model, "dives", (-1, -1))
-    heap: list[tuple[int, int, Any, Any]] = [(0, 0, root, (None, model.root_actions))]
-    order = 0
-    nodes = 0
-    while heap:
-        _, _, state, link = heapq.heappop(heap)
-        if nodes == limit:
-            return None, nodes, False
-        nodes += 1
-        if deadline is not None and nodes % _CLOCK_EVERY == 0 and clock() > deadline:
-            return None, nodes, False
-        stack: list[Sequence[tuple[tuple[Action, ...], Any, Hashable]]] = [expand(state)]
-        index = [0]
-        links = [link]
-        left, dive = dive, later  # states this dive may still expand (-1: no end)
-        while stack:
-            children = stack[-1]
-            i = index[-1]
-            if i == len(children):
-                stack.pop()
-                index.pop()
-                links.pop()
-                continue
-            index[-1] = i + 1
-            actions, child, key = children[i]
-            if not fresh(key):
-                continue
-            link = (links[-1], actions)
-            if won(child):
-                steps = []
-                while link is not None:
-                    steps.append(link[1])
-                    link = link[0]
-                return [a for step in reversed(steps) for a in step], nodes, False
-            if left == 0:
-                assert priority is not None
-                order -= 1  # among equals, the latest first
-                heapq.heappush(heap, (priority(child), order, child, link))
-                continue
-            left -= 1
-            if nodes == limit:
-                return None, nodes, False
-            nodes += 1
-            if deadline is not None and nodes % _CLOCK_EVERY == 0 and clock() > deadline:
-                return None, nodes, False
-            stack.append(expand(child))
-            index.append(0)
-            links.append(link)
-    return None, nodes, True
 
 
 def _locate(game: Game, card: int) -> tuple[PileKind, int, int]:
@@ -309,12 +193,13 @@ def solve_position(
         return Outcome(Verdict.WINNABLE, [], 0, 0.0, game.variant, game.seed)
     if game.status is Status.RESIGNED:
         return Outcome(Verdict.NOT_WINNABLE, None, 0, 0.0, game.variant, game.seed)
-    # The cyclic collector stays off until the model, and what it keeps, is gone (:func:`_search`).
+    # The cyclic collector stays off until the model, and what it keeps, is gone
+    # (:func:`.solver_search.search_model`).
     collecting = gc.isenabled()
     gc.disable()
     try:
         model = MODELS[game.variant](game)
-        actions, nodes, exhausted = _search(model, max_nodes, budget_s)
+        actions, nodes, exhausted = search_model(model, max_nodes, budget_s)
         del model
     finally:
         if collecting:

@@ -772,8 +772,9 @@ class CanfieldModel:
         reserve = self.reserve
         if new and rc:
             # the piles' test (:func:`_packs`) at the start only: in the search it cut
-            # too few of the states to pay for itself
-            start = state is self.root and self.runs_only
+            # too few of the states to pay for itself (the root is compared by value: where
+            # the model is compiled, a state's tuple is made anew each time it is read)
+            start = self.runs_only and state == self.root
             if _reserve_leaves(piles, found, reserve[:rc], seq, p, start, start) < rc:
                 return []  # a card of the reserve can never leave it: no win
         runs_only = self.runs_only
@@ -816,7 +817,7 @@ class CanfieldModel:
             key = b"\xff".join(sorted(pl)) + b"\xfe" + bytes((*f, nrc))
             check = nrc < rc or len(nseq) < n
             append((tuple(actions), (pl, f, nrc, nseq, np, check), (key, np)))
-            if nseq is seq:  # not a waste move: kept for this state with another ``p``
+            if len(nseq) == n:  # not a waste move: kept for this state with another ``p``
                 keep((out[-1][0], (pl, f, nrc, nseq), check, key))
 
         top_r = reserve[rc - 1] if rc else -1

@@ -19,6 +19,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
+from ..engine import native
 from ..protocol import SUBPROTOCOLS, CloseCode, ErrorCode, RateLimiter, codec_for
 from .backends import Backend, BackendUnavailable, EmbeddedBackend
 from .budgets import client_address, client_key, is_trusted, trusted_networks
@@ -238,6 +239,7 @@ class SolraceServer:
             port=self.port,
             backend=self.node.backend.name,
             loop=loop_name(),
+            solver="compiled" if native.stale() == [] and native.compiled() else "plain Python",
         )
 
     def _storage_failed(self, error: BaseException) -> None:

@@ -24,9 +24,9 @@ from positions import CANFIELD_STUCK, RAINBOW_STUCK, build, suit_run
 
 from solrace.engine import Game, Status, format_move, new_game, parse_card, replay
 from solrace.engine.cards import RANK, SUIT
+from solrace.engine.native import source
 from solrace.engine.solver import (
     Verdict,
-    _search,
     certificate,
     solve_deal,
     solve_deals,
@@ -41,6 +41,7 @@ from solrace.engine.solver_canfield import (
     _reserve_stuck,
 )
 from solrace.engine.solver_plain import plain_search
+from solrace.engine.solver_search import search_model
 
 CF, RC, AC, BC = "canfield", "rainbow-canfield", "american-canister", "british-canister"
 
@@ -428,7 +429,8 @@ def test_a_reserve_card_under_the_top_that_can_never_leave_is_no_win_by_both_sea
     """Positions of real deals where the reserve's top card may leave but a card under it
     never can (the cut that follows the reserve card by card): the plain search finds no
     win from any of them that it finishes."""
-    model = CanfieldModel(new_game(CF, seed))
+    # Run from source: a compiled model's methods cannot be replaced.
+    model = source("solver_canfield").CanfieldModel(new_game(CF, seed))
     # The search as it was before the piles' test (``runs``), which cuts most of these
     # positions sooner: the chained check alone is what this test compares.
     model.runs_only = False
@@ -442,7 +444,7 @@ def test_a_reserve_card_under_the_top_that_can_never_leave_is_no_win_by_both_sea
         return expand(state)
 
     model.expand = recording  # type: ignore[method-assign]
-    _search(model, 2_000, None)
+    search_model(model, 2_000, None)
     assert no_plain_win(model, found[:8]) >= 4
 
 
@@ -477,8 +479,8 @@ def test_the_search_with_dives_is_as_exhaustive_as_depth_first(
         model = CanfieldModel(game)
         if dives is not None:
             model.dives = dives
-        actions, _, exhausted = _search(model, 50_000, None)
-        plain, _, plain_exhausted = _search(DepthFirst(CanfieldModel(game)), 50_000, None)
+        actions, _, exhausted = search_model(model, 50_000, None)
+        plain, _, plain_exhausted = search_model(DepthFirst(CanfieldModel(game)), 50_000, None)
         assert exhausted == plain_exhausted and (actions is None) == (plain is None), seed
         if actions is not None:
             certificate(game, actions)  # raises unless the line wins
@@ -566,7 +568,7 @@ def test_the_piles_hold_the_cards_that_must_be_on_them_only_as_runs() -> None:
 def test_the_piles_test_agrees_with_the_plain_search(seed: int) -> None:
     """Positions of real deals that only the piles' test cuts (the chained check alone lets
     every reserve card leave): the plain search finds no win from any that it finishes."""
-    model = CanfieldModel(new_game(CF, seed))
+    model = source("solver_canfield").CanfieldModel(new_game(CF, seed))  # patched: source
     found: list[State] = []
     expand = model.expand
 
@@ -580,7 +582,7 @@ def test_the_piles_test_agrees_with_the_plain_search(seed: int) -> None:
         return expand(state)
 
     model.expand = recording  # type: ignore[method-assign]
-    _search(model, 2_000, None)
+    search_model(model, 2_000, None)
     assert no_plain_win(model, found[:6]) >= 3
 
 

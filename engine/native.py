@@ -1,0 +1,114 @@
+"""Which modules run compiled, and never an extension older than its source.
+
+setup.py compiles the solver's search and the games' models with mypyc where it can and
+records the digest of each source it compiled (``_compiled.py``, written by the build).
+An editable install leaves the extensions beside the sources, where Python's import
+prefers them: after a source is edited (or a checkout changes it) the old extension would
+run instead of the code on disk. :func:`install` compares the digests at import and, for
+any module whose source has changed since its build, makes the import load the source
+(with a warning saying how to rebuild); ``SOLRACE_PURE=1`` makes it load every source, as
+a build without compiled modules would. :func:`compiled` says what runs compiled, and
+:func:`source` gives a module run from its source, whose objects can be patched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+__all__ = ["compiled", "install", "source", "stale"]
+
+_HERE = Path(__file__).resolve().parent
+_PACKAGE = __name__.rpartition(".")[0]
+
+
+def _recorded() -> dict[str, str]:
+    """The build's digests by module name (empty: nothing was compiled)."""
+    try:
+        record = importlib.import_module(f"{_PACKAGE}._compiled")
+    except ImportError:
+        return {}
+    sources: dict[str, str] = record.SOURCES
+    return sources
+
+
+def stale() -> list[str]:
+    """The modules with an extension beside a source other than the one compiled (or one
+    no build recorded)."""
+    recorded = _recorded()
+    out = []
+    for name in sorted({path.name.split(".")[0] for path in _HERE.glob("*.so")}):
+        source = _HERE / f"{name}.py"
+        if not source.exists():
+            continue  # mypyc's shared library: no source of its own
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        if recorded.get(name) != digest:
+            out.append(name)
+    return out
+
+
+class _SourceFirst(importlib.abc.MetaPathFinder):
+    """Finds the listed modules as their ``.py`` sources, past any extension beside them."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = {f"{_PACKAGE}.{name}": name for name in names}
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        name = self.names.get(fullname)
+        if name is None:
+            return None
+        return importlib.util.spec_from_file_location(fullname, _HERE / f"{name}.py")
+
+
+def install() -> None:
+    """Load a stale module's source instead of its extension (once per process); with
+    ``SOLRACE_PURE=1`` in the environment, every module's (to compare the two)."""
+    if any(isinstance(finder, _SourceFirst) for finder in sys.meta_path):
+        return
+    if os.environ.get("SOLRACE_PURE") == "1":
+        sys.meta_path.insert(0, _SourceFirst(sorted({*_recorded(), *stale()})))
+        return
+    names = stale()
+    if not names:
+        return
+    sys.meta_path.insert(0, _SourceFirst(names))
+    warnings.warn(
+        f"solrace: {', '.join(names)} changed since they were compiled; running them as "
+        "plain Python (slower). Rebuild with `pip install -e .`",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
+def compiled() -> list[str]:
+    """The engine's modules that run compiled in this process (imports them)."""
+    out = []
+    for name in _recorded():
+        module = importlib.import_module(f"{_PACKAGE}.{name}")
+        if not (module.__file__ or "").endswith(".py"):
+            out.append(name)
+    return out
+
+
+def source(name: str) -> ModuleType:
+    """A fresh copy of the engine's module ``name`` run from its source, compiled or not.
+
+    Compiled classes take no new attributes: a test that replaces a model's method to watch
+    its search patches this copy's (its imports are the package's own modules).
+    """
+    spec = importlib.util.spec_from_file_location(f"{_PACKAGE}.{name}", _HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,67 @@
+"""The solver's search and the games' models, compiled with mypyc where the build can.
+
+pyproject.toml holds the project's metadata; this file only adds the compiled modules.
+mypyc turns the typed Python of ``COMPILED`` into C extensions that run the same code
+about four times as fast (docs/benchmarks.md, "Solver"). Where mypyc or a C compiler is
+missing, or ``SOLRACE_PURE=1`` is set, the package is built without them and runs the
+same modules as plain Python: a build never fails for want of them.
+
+The build records each compiled module's source digest in ``engine/_compiled.py``, so that
+an extension left behind by an earlier build of a source edited since is never used
+(``solrace.engine.compiled`` runs the source instead; see its docstring).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).resolve().parent
+COMPILED = ["solver_search", "solver_canfield", "solver_rainbow", "solver_canister"]
+RECORD = ROOT / "engine" / "_compiled.py"
+
+
+def digests() -> dict[str, str]:
+    """Each compiled module's source digest."""
+    return {
+        name: hashlib.sha256((ROOT / "engine" / f"{name}.py").read_bytes()).hexdigest()
+        for name in COMPILED
+    }
+
+
+def extensions() -> list[object]:
+    """mypyc's extensions for ``COMPILED`` (none where it cannot build them)."""
+    RECORD.unlink(missing_ok=True)
+    if os.environ.get("SOLRACE_PURE") == "1":
+        for old in (ROOT / "engine").glob("*.so"):
+            old.unlink()  # an earlier build's, in place
+        return []
+    try:
+        from mypyc.build import mypycify
+
+        # The paths go through the package's symlink (solrace/engine -> engine), so that
+        # the modules are named solrace.engine.* as they are imported.
+        built = mypycify(
+            [f"solrace/engine/{name}.py" for name in COMPILED],
+            opt_level="3",
+            group_name="solrace.engine._native",
+        )
+    except BaseException as error:  # mypyc exits on a type error: build plain Python then
+        print(f"solrace: building without compiled modules ({error!r})", file=sys.stderr)
+        return []
+    for extension in built:
+        extension.optional = True  # a failed compile leaves the plain module in use
+    lines = [f'    "{name}": "{digest}",' for name, digest in digests().items()]
+    RECORD.write_text(
+        '"""Written by setup.py: the digests of the sources compiled into this build."""\n\n'
+        "SOURCES = {\n" + "\n".join(lines) + "\n}\n"
+    )
+    return built
+
+
+os.chdir(ROOT)
+setup(ext_modules=extensions())

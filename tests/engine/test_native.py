@@ -1,0 +1,86 @@
+"""The compiled solver: the build's extensions run, and never one older than its source."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solrace.engine import native
+from solrace.engine.solver import Verdict, solve_deal
+
+ENGINE = Path(native.__file__).resolve().parent
+
+
+def recorded() -> dict[str, str]:
+    try:
+        return dict(importlib.import_module("solrace.engine._compiled").SOURCES)
+    except ImportError:
+        return {}
+
+
+def test_the_modules_the_build_compiled_run_compiled() -> None:
+    """Where the build compiled the solver (setup.py), those extensions are what runs: a
+    source edited since would show here as a module run from its source (rebuild)."""
+    if os.environ.get("SOLRACE_PURE") == "1":
+        assert native.compiled() == []
+        return
+    assert native.stale() == []
+    assert sorted(native.compiled()) == sorted(recorded())
+
+
+def test_a_source_copy_of_a_model_solves_like_the_package() -> None:
+    module = native.source("solver_canister")
+    assert module.__file__ is not None and module.__file__.endswith(".py")
+    assert module.CanisterModel is not None
+    assert solve_deal("american-canister", 5, budget_s=None, max_nodes=5_000).verdict in (
+        Verdict.WINNABLE,
+        Verdict.NOT_WINNABLE,
+    )
+
+
+def where_it_loads(root: Path, name: str, *options: str) -> tuple[str, str]:
+    """(the file ``solrace.engine.<name>`` loads from, the warnings) in a fresh process."""
+    code = (
+        "import warnings; warnings.simplefilter('always');"
+        f"import solrace.engine.{name} as m; print(m.__file__)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SOLRACE_PURE"}
+    env["PYTHONPATH"] = str(root)
+    done = subprocess.run(
+        [sys.executable, *options, "-c", code],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip(), done.stderr
+
+
+@pytest.mark.skipif(
+    not recorded(), reason="this build compiled nothing (no compiler, or SOLRACE_PURE=1)"
+)
+def test_an_extension_older_than_its_source_is_never_used(tmp_path: Path) -> None:
+    """A copy of the package with the extensions built for its sources: they load; once a
+    source changes, that module loads from the source, with a warning saying so."""
+    package = tmp_path / "solrace"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    shutil.copytree(ENGINE, package / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    name = next(iter(recorded()))
+
+    loaded, warned = where_it_loads(tmp_path, name)
+    assert loaded.endswith(".so"), loaded
+    assert "changed since" not in warned
+
+    source = package / "engine" / f"{name}.py"
+    source.write_text(source.read_text() + "\n# edited\n")
+    loaded, warned = where_it_loads(tmp_path, name)
+    assert loaded == str(source), loaded
+    assert f"{name} changed since they were compiled" in warned
