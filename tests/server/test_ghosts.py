@@ -64,10 +64,16 @@ async def test_a_ghost_keeps_the_runs_timing_and_ranks_as_it_ran(
                             heard.setdefault(entry["moves"], time.monotonic() - t0)
                     if max(heard, default=0) == len(line):
                         break
-        # Every move of the run came at its recorded time, within 50 ms.
+        # Every move of the run came at its recorded time. The race's start is known here
+        # only as the time race_started arrived, itself late by the delivery of one event:
+        # each move is measured from the first, and may be off by what the delivery of two
+        # events takes on a loaded test machine (a run replayed all at once is off by its
+        # whole length: a move every 10 ms or more, a hundred moves or so).
         assert set(heard) == set(range(1, len(line) + 1))
-        late = [heard[n] * 1000 - played["times"][n - 1] for n in heard]
-        assert max(late) < 50 and min(late) > -50, (min(late), max(late))
+        late = [heard[n] * 1000 - played["times"][n - 1] for n in sorted(heard)]
+        drift = [x - late[0] for x in late]
+        assert max(drift) < 150 and min(drift) > -150, (late[0], min(drift), max(drift))
+        assert -150 < late[0] < 300, late[0]
         # The ghost has won; Bea resigns, and ranks below it.
         await bea.resign()
         over = await bea.next_event("race_over", timeout=TIMEOUT)
