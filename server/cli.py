@@ -173,6 +173,13 @@ def register(subparsers: Any) -> None:
         help="how long a dropped player may resume (60)",
     )
     parser.add_argument(
+        "--node-silent",
+        type=_at_least(float, 1),
+        default=15.0,
+        metavar="SECONDS",
+        help="on Redis: how long a node goes unheard before the others let go of its members (15)",
+    )
+    parser.add_argument(
         "--winnable-default",
         action=argparse.BooleanOptionalAction,
         default=ServerConfig().winnable_default,
@@ -376,6 +383,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         redis_room_ttl_s=args.redis_room_ttl or None,
         log_format=args.log_format,
         resume_grace_s=args.resume_grace,
+        node_silent_s=args.node_silent,
         spectators_default=args.spectators_default,
         winnable_default=args.winnable_default,
         daily_winnable=args.daily_winnable,

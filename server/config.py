@@ -220,6 +220,9 @@ class ServerConfig:
     """The longest ``spectator_delay`` a room may ask for (the shortest is 10 seconds)."""
     resume_grace_s: float = 60.0
     """How long a dropped player may resume before counting as resigned."""
+    node_silent_s: float = 15.0
+    """Where nodes share Redis: how long a node goes unnoted before the others take it
+    for dead and let go of the members it held (each then has the resume grace)."""
     max_time_limit_s: int = 3600
     """The longest race time limit a room may set."""
     max_countdown_s: int = 30

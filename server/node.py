@@ -84,6 +84,15 @@ ORPHAN_LOADS = 2_000
 """The most rooms one sweep reads whole, drawn at random from the codes: a node's cost
 stays small however many rooms there are, and every room is looked at in time."""
 
+NODE_NOTE_S = 2.0
+"""How often a node that shares its store notes there that it runs (at most: four times
+in ``node_silent_s``)."""
+SILENT_SWEEP_S = 5.0
+"""How often a node looks for nodes unnoted for ``node_silent_s`` (config): one taken for
+dead has the members it held let go (each then has the resume grace to come back on
+another node), as if their connections had dropped. A node looks only once it has been
+noted itself for that long (after the store was away, every node is late)."""
+
 ALIVE_INTERVAL_S = 1.0
 """How often a node that owns its storage notes that it runs (a restart measures its
 downtime from the last note)."""
@@ -121,6 +130,9 @@ class Node:
         self._alive: asyncio.TimerHandle | None = None
         self._pruning: asyncio.TimerHandle | None = None
         self._sweeping: asyncio.TimerHandle | None = None
+        self._noting: asyncio.TimerHandle | None = None
+        self._noted_since: int | None = None  # since when each note of this node went in
+        self._silent_swept = 0  # when this node last looked for silent ones
         self._stopped = False
         self._player_locks: dict[str, _PlayerLock] = {}
         self.guard = Guard(self.config, backend)
@@ -169,6 +181,7 @@ class Node:
         self._prune()
         if not self.backend.in_process:
             self._sweeping = asyncio.get_running_loop().call_later(ORPHAN_SWEEP_S, self._sweep_soon)
+            self._note_node()
         self.deals.start()
 
     async def stop(self) -> None:
@@ -185,7 +198,7 @@ class Node:
             await self.moves.save_boards(held)
         for held in list(self.held.values()):
             held.close()
-        for timer in (self._alive, self._pruning, self._sweeping):
+        for timer in (self._alive, self._pruning, self._sweeping, self._noting):
             if timer is not None:
                 timer.cancel()
         for timer in self._later:
@@ -259,6 +272,88 @@ class Node:
         if ticked:
             log.info("orphans_ticked", count=ticked)
         return ticked
+
+    @property
+    def name(self) -> str:
+        """This node's process across the nodes: its store's node id and its boot."""
+        return f"{self.server_info.get('node')}/{self.server_info.get('boot')}"
+
+    def _note_node(self) -> None:
+        self.spawn(self._note_and_sweep())
+        every = min(NODE_NOTE_S, self.config.node_silent_s / 4)
+        self._noting = asyncio.get_running_loop().call_later(every, self._note_node)
+
+    async def _note_and_sweep(self) -> None:
+        now = self.now_ms()
+        try:
+            await self.backend.note_node(self.name, now)
+        except BackendUnavailable:
+            self._noted_since = None
+            return
+        if self._noted_since is None:
+            self._noted_since = now
+        sweep_ms = min(SILENT_SWEEP_S, self.config.node_silent_s / 3) * 1000
+        if now - self._silent_swept >= sweep_ms:
+            self._silent_swept = now
+            await self.let_go_of_silent_nodes()
+
+    async def let_go_of_silent_nodes(self) -> int:
+        """Let go of the members held by nodes not noted for ``node_silent_s`` (a node killed,
+        or cut off): each is dropped as its connection would have been, spectators leave.
+        Returns how many members were let go."""
+        now = self.now_ms()
+        silent_ms = int(self.config.node_silent_s * 1000)
+        if self._noted_since is None or now - self._noted_since < silent_ms:
+            return 0
+        before = now - silent_ms
+        try:
+            silent = await self.backend.silent_nodes(before)
+        except BackendUnavailable:
+            return 0
+        let_go = 0
+        for node in silent:
+            if node == self.name or self._stopped:
+                continue
+            try:
+                entries = await self.backend.take_node(node, before)
+            except BackendUnavailable:
+                return let_go
+            if entries is None:
+                continue  # another node took it
+            log.warning("node_silent", node=node, members=len(entries))
+            for entry in entries:
+                let_go += await self._let_go(entry)
+        return let_go
+
+    async def _let_go(self, entry: str) -> int:
+        """Drop the member that a silent node's ``entry`` names (1), unless it is gone or
+        has come back since (0)."""
+        try:
+            code, player_id, link_text, role_text = entry.split("\t")
+            link, role = int(link_text), Role(role_text)
+        except ValueError:
+            return 0
+        now = self.now_ms()
+        try:
+            if role is Role.SPECTATOR:
+                outcome = await self.backend.update_room(
+                    code, lambda r: rooms.leave(r, player_id, now, link=link)
+                )
+                if outcome.room is None or player_id not in outcome.room.members:
+                    await self.backend.set_player_room(player_id, None)
+            else:
+                outcome = await self.backend.update_room(
+                    code, lambda r: rooms.set_connected(r, player_id, False, now, link=link)
+                )
+                self.tick_later(code, self.config.resume_grace_s + 0.05)
+            await self.fanout.publish(code, outcome)
+        except (ProtocolError, BackendUnavailable):
+            return 0
+        return 1
+
+    @staticmethod
+    def _held_entry(code: str, player_id: str, link: int, role: Role) -> str:
+        return f"{code}\t{player_id}\t{link}\t{role.value}"
 
     def _note_alive(self) -> None:
         try:
@@ -426,19 +521,29 @@ class Node:
                 self.guard.hold(session, code)
                 held.keep(room)
                 self.arm(held)
-                return held
+                break
+        if not self.backend.in_process and session.player_id is not None:
+            entry = self._held_entry(code, session.player_id, session.link, role)
+            with contextlib.suppress(BackendUnavailable):
+                await self.backend.hold_member(self.name, entry)
+        return held
 
     async def detach(self, session: Session) -> None:
         """``session`` is no longer a member here; the room is forgotten with its last one."""
-        code = session.room
+        code, role = session.room, session.role
         session.room = session.role = None
+        entry = None
+        if code is not None and role is not None and session.player_id is not None:
+            entry = self._held_entry(code, session.player_id, session.link, role)
         held = self.held.get(code) if code is not None else None
-        if held is None or session not in held.members:
-            return
-        held.members.discard(session)
-        self.guard.release(session, held.code)
-        if not held.members:
-            await self._forget(held)
+        if held is not None and session in held.members:
+            held.members.discard(session)
+            self.guard.release(session, held.code)
+            if not held.members:
+                await self._forget(held)
+        if entry is not None and not self.backend.in_process:
+            with contextlib.suppress(BackendUnavailable):
+                await self.backend.release_member(self.name, entry)
 
     async def _forget(self, held: LocalRoom) -> None:
         """Report what waits, drop the subscription and everything held for the room."""

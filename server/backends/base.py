@@ -261,6 +261,28 @@ class Backend(ABC):
     async def release_start(self, player_id: str, token: str) -> None:
         """Give back a hold :meth:`claim_start` gave (nothing if it lapsed meanwhile)."""
 
+    # which node holds whom, where nodes share the store ----------------------------------
+
+    async def hold_member(self, node: str, entry: str) -> None:  # noqa: B027 (optional)
+        """Note that ``node`` holds a member's connection (``entry`` names the room, the
+        member and its link), so that if ``node`` dies the others let the member go. A
+        store that serves one node does nothing (a restart lets every member go)."""
+
+    async def release_member(self, node: str, entry: str) -> None:  # noqa: B027 (optional)
+        """``node`` no longer holds the member's connection that ``entry`` names."""
+
+    async def note_node(self, node: str, now_ms: int) -> None:  # noqa: B027 (optional)
+        """Record that ``node`` runs at ``now_ms``."""
+
+    async def silent_nodes(self, before_ms: int) -> list[str]:
+        """The nodes not noted since ``before_ms`` (none where one node owns the store)."""
+        return []
+
+    async def take_node(self, node: str, before_ms: int) -> list[str] | None:
+        """Take the members a ``node`` silent since ``before_ms`` held, once: their entries,
+        or None if another node took them first (or ``node`` was noted since)."""
+        return None
+
     # rooms ------------------------------------------------------------------------------
 
     @abstractmethod

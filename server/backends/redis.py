@@ -129,6 +129,15 @@ end
 return 0
 """
 
+_TAKE_NODE = """
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score or tonumber(score) >= tonumber(ARGV[2]) then return false end
+redis.call('ZREM', KEYS[1], ARGV[1])
+local held = redis.call('SMEMBERS', KEYS[2])
+redis.call('DEL', KEYS[2])
+return held
+"""
+
 _CREATE_ROOM = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', '1', 'data', ARGV[1])
@@ -483,6 +492,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             self._redis = Redis.from_pool(pool)
         self._create_room = self._redis.register_script(_CREATE_ROOM)
         self._release_start = self._redis.register_script(_RELEASE_START)
+        self._take_node = self._redis.register_script(_TAKE_NODE)
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._swap_room_publish = self._redis.register_script(_SWAP_ROOM_PUBLISH)
         self._append_move = self._redis.register_script(_APPEND_MOVE)
@@ -700,6 +710,48 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             await self._release_start(
                 keys=[f"{self._player_key(player_id)}:starting"], args=[token]
             )
+
+    # which node holds whom -------------------------------------------------------------
+
+    # The nodes' sorted set and each node's set of members share one slot (a cluster's
+    # script may only touch keys of one slot): small keys, written as members come and go.
+    def _nodes_key(self) -> str:
+        return f"{self.prefix}:{{nodes}}"
+
+    def _held_key(self, node: str) -> str:
+        return f"{self.prefix}:{{nodes}}:held:{node}"
+
+    async def hold_member(self, node: str, entry: str) -> None:
+        """SADD to the node's set (taken, with the node, once the node falls silent)."""
+        with self._guard():
+            await self._redis.sadd(self._held_key(node), entry)
+
+    async def release_member(self, node: str, entry: str) -> None:
+        with self._guard():
+            await self._redis.srem(self._held_key(node), entry)
+
+    async def note_node(self, node: str, now_ms: int) -> None:
+        """The node's score in the sorted set of nodes is the last time it ran."""
+        with self._guard():
+            await self._redis.zadd(self._nodes_key(), {node: now_ms})
+
+    async def silent_nodes(self, before_ms: int) -> list[str]:
+        with self._guard():
+            names = await self._redis.zrangebyscore(
+                self._nodes_key(), "-inf", f"({before_ms}", start=0, num=100
+            )
+        return [name.decode() if isinstance(name, bytes) else str(name) for name in names]
+
+    async def take_node(self, node: str, before_ms: int) -> list[str] | None:
+        """One script: the node leaves the sorted set if still silent since ``before_ms``
+        (so one node wins it), and its set is read and deleted."""
+        with self._guard():
+            taken = await self._take_node(
+                keys=[self._nodes_key(), self._held_key(node)], args=[node, before_ms]
+            )
+        if taken is None:
+            return None
+        return [entry.decode() for entry in taken]
 
     # rooms ------------------------------------------------------------------------------
 
