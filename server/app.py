@@ -258,6 +258,7 @@ class SolraceServer:
 
     async def close(self) -> None:
         """Close every connection with 1001 (going away), then stop the node."""
+        self.node.stopping()  # the race clocks stop now, not once the last client answers
         if self._server is not None:
             self._server.close(close_connections=True)
             await self._server.wait_closed()

@@ -134,6 +134,7 @@ class Node:
         self._noted_since: int | None = None  # since when each note of this node went in
         self._silent_swept = 0  # when this node last looked for silent ones
         self._stopped = False
+        self._stopping_ms: int | None = None  # when the node stopped taking moves
         self._player_locks: dict[str, _PlayerLock] = {}
         self.guard = Guard(self.config, backend)
         self.admin = Admin(self)
@@ -207,10 +208,23 @@ class Node:
             task.cancel()
         if self.backend.in_process:
             with contextlib.suppress(BackendUnavailable):
-                self.backend.note_alive(self.now_ms())
+                self.backend.note_alive(self._stopping_ms or self.now_ms())
         self.accounts.close()
         await self.deals.close()
         await self.backend.close()
+
+    def stopping(self) -> None:
+        """The node stops taking moves (its clients are being told to go): a restart
+        counts its downtime from now, however long the connections then take to close."""
+        if self._stopping_ms is not None:
+            return
+        self._stopping_ms = self.now_ms()
+        if self._alive is not None:
+            self._alive.cancel()
+            self._alive = None
+        if self.backend.in_process:
+            with contextlib.suppress(BackendUnavailable):
+                self.backend.note_alive(self._stopping_ms)
 
     @property
     def stopped(self) -> bool:

@@ -17,9 +17,12 @@ themselves (the client library resumes with its token), the race goes on and end
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
+import os
 import random
+import socket
 import sqlite3
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -335,3 +338,64 @@ async def test_after_a_kill_a_spectator_sees_each_board_as_its_player_last_saw_i
         for made in clients:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(made.close(), TIMEOUT)
+
+
+def stalled_spectator(port: int, code: str) -> socket.socket:
+    """A spectator on a raw socket that, once in ``code``, never reads again: it never
+    answers the close frame of a node that stops."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        (
+            f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Protocol: solrace.v1.msgpack\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    for request in (
+        {"type": "hello", "id": 1, "name": "Zed"},
+        {"type": "join_room", "id": 2, "code": code, "role": "spectator"},
+    ):
+        payload = msgpack.packb(request)
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        sock.sendall(bytes([0x82, 0x80 | len(payload)]) + mask + masked)
+    return sock
+
+
+async def test_a_client_that_never_answers_the_close_costs_the_race_no_time(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM tells every client to go at once, but the node then waits for each close
+    handshake (up to websockets' close timeout) before it exits: the race clock stands
+    still from the moment the clients were told, not from the exit."""
+    node = NodeProcess(tmp_path / "node", None)
+    node.start()
+    node.wait_listening()
+    clients: list[Client] = []
+    sock = None
+    try:
+        ann = await client(node, "Ann", clients)
+        room = await ann.create_room("canfield", countdown=0, spectators="live", time_limit=600)
+        sock = stalled_spectator(node.port, room["code"])
+        await asyncio.sleep(0.5)  # its join is in
+        await ann.start()
+        await ann.next_event("race_started", timeout=TIMEOUT)
+        before = (await ann.sync())["elapsed_ms"]
+        await asyncio.to_thread(node.stop)  # SIGTERM, and waits for the exit
+        node.start()
+        node.wait_listening()
+        snapshot = await ann.sync()  # the client resumes with its token
+        lost = snapshot["elapsed_ms"] - before
+        assert lost < 3_000, lost  # the close handshake's wait (10 s) is not race time
+    finally:
+        if sock is not None:
+            sock.close()
+        for each in clients:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(each.close(), TIMEOUT)
+        node.stop()
