@@ -106,7 +106,9 @@ class Ghosts:
         parts = ref.strip().split("/")
         if len(parts) == 4 and parts[0] == "daily":
             return await self._daily(parts[1], parts[2], parts[3])
-        if len(parts) == 3 and parts[1].isdigit():
+        # ASCII digits only (str.isdigit takes any script's), and a race number a store
+        # holds (an SQLite integer is 64-bit): anything else is no run, not an error.
+        if len(parts) == 3 and parts[1].isascii() and parts[1].isdigit() and len(parts[1]) <= 18:
             return await self._race(parts[0].upper(), int(parts[1]), parts[2], player_id)
         raise ProtocolError(
             ErrorCode.BAD_SETTINGS, "ghost: CODE/RACE/PLAYER or daily/DATE/VARIANT/PLAYER"

@@ -113,6 +113,8 @@ async def test_who_may_race_which_run(
             (f"{code}/1/{ann_id}", "players' alone"),  # a room that showed no boards
             (f"{code}/2/{ann_id}", "no such run"),
             ("nonsense", "CODE/RACE/PLAYER"),
+            (f"{code}/9223372036854775808/{ann_id}", "CODE/RACE/PLAYER"),  # past 64 bits
+            (f"{code}/\u0661/{ann_id}", "CODE/RACE/PLAYER"),  # an Arabic-Indic 1
             (f"daily/{today}/canfield/x", "seed is out"),  # today's runs: not yet
             ("daily/2020-01-01/canfield/x", "no such ranked run"),
         ):
