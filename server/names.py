@@ -55,6 +55,13 @@ _SPECIAL = regex.compile("[ \U0001f3f4\u2800\\p{M}\\p{Cf}\\p{Default_Ignorable_C
 """What :func:`_sequence_problem` looks at; any other character is a plain base."""
 _SUFFIX = regex.compile(r" \(([1-9][0-9]{0,3})\)\Z")
 _IGNORED_IN_KEY = regex.compile(r"\p{Default_Ignorable_Code_Point}")
+_DIACRITIC = regex.compile(
+    "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\\p{Me}]"
+)
+"""The marks of the generic combining blocks (any script's accents, dots, strokes,
+underlines) and the enclosing marks: where NFKC leaves one apart, on a letter or digit
+that has no form with it, ``Quinn72`` with a dot above its 2 looks like ``Quinn72``. The
+marks of a script's own block (Devanagari's vowel signs, say) are kept."""
 
 _INVISIBLE_TEXT = "a display name cannot hold invisible characters (zero-width spaces, fillers)"
 
@@ -196,10 +203,17 @@ def name_keys(name: str) -> frozenset[str]:
     """The forms of a name that another name looks the same as when it shares one.
 
     NFKC, then the TR39 skeleton of the name case-folded (``ALICE`` as ``alice``) and of
-    the name as it is (``aIice``, with a capital I, as ``alice``), each case-folded.
+    the name as it is (``aIice``, with a capital I, as ``alice``), each case-folded; a
+    name with generic combining marks that NFKC leaves apart (no letter of its own takes
+    them: ``Quinn72`` with a dot above its 2, struck through, underlined) has the same of
+    itself without them too. ``José`` and ``Zoë`` are letters of their own: not ``Jose``.
     """
     text = unicodedata.normalize("NFKC", name)
-    return frozenset((_folded_skeleton(text.casefold()), _folded_skeleton(text)))
+    keys = {_folded_skeleton(text.casefold()), _folded_skeleton(text)}
+    bare = _DIACRITIC.sub("", text)  # the marks NFKC left apart: none of ``é`` or ``ë``
+    if bare != text:
+        keys |= {_folded_skeleton(bare.casefold()), _folded_skeleton(bare)}
+    return frozenset(keys)
 
 
 def look_alike(name: str, other: str) -> bool:

@@ -142,6 +142,9 @@ async def test_taken_and_look_alike_names_are_refused(start_server: ServerFactor
     late = await RawClient.open(server.url, name=None)
     reply = await late.request({"type": "hello", "name": "ALICE"})
     assert refused(reply, "name_taken"), reply
+    marked = await RawClient.open(server.url, name=None)  # underlined: no letter of its own
+    reply = await marked.request({"type": "hello", "name": "al\u0332ice"})
+    assert refused(reply, "name_taken"), reply
 
 
 async def test_a_password_has_8_to_128_characters(start_server: ServerFactory) -> None:

@@ -239,6 +239,16 @@ def test_other_names_are_not(name: str) -> None:
     assert not names.look_alike(name, "alice")
 
 
+@pytest.mark.parametrize("mark", ["\u0307", "\u0332", "\u0335", "\u0489", "\u20dd"])
+def test_a_mark_no_letter_takes_does_not_make_a_name_of_its_own(mark: str) -> None:
+    """A dot above a digit, an underline, a stroke, an enclosing circle: the name looks
+    like the one without them. A letter with its accent is a letter of its own."""
+    assert names.look_alike("Quinn72" + mark, "Quinn72")
+    assert names.look_alike("Quinn72", "Quinn7" + mark + "2")
+    assert not names.look_alike("José", "Jose")
+    assert not names.look_alike("Jose\u0301", "Jose")  # NFKC makes it é
+
+
 def test_look_alikes_follow_tr39_skeletons() -> None:
     cyrillic_paypal = "\u0440\u0430\u0443\u0440\u0430l"  # р а у р а l
     assert names.look_alike(cyrillic_paypal, "paypal")
