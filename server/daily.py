@@ -182,7 +182,13 @@ def unranked_reason(
     return None
 
 
-def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | None:
+def pace_flag(
+    times: Sequence[int],
+    *,
+    min_moves: int,
+    median_ms: int,
+    moves: Sequence[str] | None = None,
+) -> str | None:
     """Why a person's pace is no person's, or None: over ``min_moves`` moves or more, nine
     gaps between moves in ten (the median, and more) under ``median_ms``, or the average
     gap, from the first move to the last, under it. ``median_ms`` 0 flags none.
@@ -206,7 +212,10 @@ def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | 
     280 ms, the thinking included, to come under 150 ms. The average starts at the first
     move, so that a program waiting before it plays gains nothing. A program that plays
     just over the floor all along (160 ms a move) gives itself away in how even its gaps
-    are (:data:`EVEN_SPREAD`).
+    are (:data:`EVEN_SPREAD`). And with ``moves`` (the notation, one a time), a program
+    whose gaps are random and quick (0 to 330 ms, each) gives itself away in the moves no
+    client makes for a person: a card put on the tableau takes a drag, a click or several
+    keys, and the look before them (:data:`DELIBERATE_MS`).
     """
     if median_ms <= 0 or len(times) < max(3, min_moves):
         return None
@@ -228,7 +237,29 @@ def pace_flag(times: Sequence[int], *, min_moves: int, median_ms: int) -> str | 
             f"pace: gaps as even as a program's, an average of {average:.0f} ms give or "
             f"take {spread:.0f}, over {len(times)} moves"
         )
+    if moves is not None and len(moves) == len(times):
+        deliberate = [gap for gap, move in zip(gaps, moves[1:], strict=True) if _by_hand(move)]
+        if len(deliberate) >= DELIBERATE_MIN_MOVES:
+            by_hand = statistics.median(deliberate)
+            if by_hand < DELIBERATE_MS:
+                return (
+                    f"pace: a median of {by_hand:g} ms before each of {len(deliberate)} cards "
+                    "put on the tableau"
+                )
     return None
+
+
+def _by_hand(move: str) -> bool:
+    """Whether ``move`` puts a card on the tableau: no client makes one for a person (draws,
+    redeals, undos and moves home may be a held key or the page's own)."""
+    return move not in ("d", "rd", "u") and "-t" in move
+
+
+DELIBERATE_MS = 250
+DELIBERATE_MIN_MOVES = 15
+"""Where at least this many moves put a card on the tableau, the median gap before them
+must be :data:`DELIBERATE_MS` or more: a person picks the card and its place (a drag, a
+click, arrows and Enter) after a look at the board, in half a second or more."""
 
 
 EVEN_AVERAGE_MS = 1_000

@@ -113,6 +113,7 @@ class FanOut:
                     entry.times,
                     min_moves=config.daily_flag_min_moves,
                     median_ms=config.daily_flag_median_ms,
+                    moves=entry.log,
                 )
                 entry = replace(entry, flag=flag)
             # As kept: the address rules' verdict, kept when the attempt started, is in it.

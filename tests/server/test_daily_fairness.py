@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import random
 from dataclasses import replace
 from typing import Any
 
@@ -112,6 +113,39 @@ def test_a_fast_person_whose_page_sends_cards_home_is_not_flagged(auto_gap: int)
     draws = _with_auto_home(deliberate, [6 if i % 2 else 0 for i in range(45)], 40)
     mixed = [*draws, *[auto_gap] * 52]
     assert pace_flag(times_of(mixed), min_moves=20, median_ms=150) is None
+
+
+def test_random_quick_gaps_are_flagged_by_the_cards_put_on_the_tableau() -> None:
+    # The cheat: a solver's line played with random gaps of 0 to 330 ms. The median and
+    # the average (165 ms) are over the floor and the gaps spread widely, but the cards
+    # it puts on the tableau come as fast as the rest, which no person's do.
+    rng = random.Random(5)
+    line = ["d", "d", "w-t3", "t2-f", "d", "t4-t1", "r-t2", "d", "w-f", "t1-t3x2"] * 12
+    times = times_of([rng.randint(0, 330) for _ in line[1:]])
+    assert pace_flag(times, min_moves=20, median_ms=150) is None  # the times alone pass
+    flag = pace_flag(times, min_moves=20, median_ms=150, moves=line)
+    assert flag is not None and "put on the tableau" in flag, flag
+    assert pace_flag(times, min_moves=20, median_ms=0, moves=line) is None
+
+
+def test_a_fast_person_s_moves_to_the_tableau_are_not_flagged() -> None:
+    # The quick player of the test above, in Canfield: each move by hand (a card put on
+    # the tableau, 0.35 s to 1.2 s after the last), draws with the key held (40 ms) and
+    # the page's cards sent home 8 ms apart.
+    moves: list[str] = ["t1-t2"]
+    gaps: list[int] = []
+    for i in range(45):
+        for _ in range(6 if i % 2 else 0):
+            moves.append("d")
+            gaps.append(40)
+        moves.append("w-t3" if i % 3 else "r-t1")
+        gaps.append(350 + (i * 397) % 850)
+        if i % 3 == 0:
+            moves.append("t2-f")
+            gaps.append(8)
+    times = times_of(gaps)
+    assert len(times) == len(moves)
+    assert pace_flag(times, min_moves=20, median_ms=150, moves=moves) is None
 
 
 # -- the pace flag, over websockets -------------------------------------------------------------
