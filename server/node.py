@@ -334,7 +334,8 @@ class Node:
                 return let_go
             if entries is None:
                 continue  # another node took it
-            log.warning("node_silent", node=node, members=len(entries))
+            if entries:  # a node that stopped cleanly let go of its members itself
+                log.warning("node_silent", node=node, members=len(entries))
             for entry in entries:
                 let_go += await self._let_go(entry)
         return let_go
