@@ -35,6 +35,7 @@ const state = {
   view: null,
   rev: 0,
   players: [], // player_id, name, banked, moves, status, elapsed_ms, place (a winner's)
+  heldAt: null, // when the clock stopped showing time pass: offline, or a snapshot awaited
   boards: {}, // spectators: player_id -> view
   results: null,
   seed: null,
@@ -2104,8 +2105,13 @@ function tick() {
     left.dataset.leftMs = String(Math.round(ms));
     $("finish-left-time").textContent = formatTime(Math.ceil(ms / 1000) * 1000);
   }
+  // Offline, or waiting for the snapshot that follows a reconnect, the clock holds: the
+  // server's stands still while it is down, and the snapshot says where it is.
+  if (isLive()) state.heldAt = null;
+  else if (state.heldAt == null) state.heldAt = now;
   if (room && state.startAt !== null) {
-    const end = room.state === "finished" && state.finishedAt !== null ? state.finishedAt : now;
+    const end =
+      room.state === "finished" && state.finishedAt !== null ? state.finishedAt : (state.heldAt ?? now);
     const limit = (state.timeLimit || room.settings.time_limit) * 1000;
     $("elapsed").textContent = formatTime(Math.min(limit, end - state.startAt));
   } else if (room) {

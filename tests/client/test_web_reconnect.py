@@ -18,6 +18,7 @@ Screenshots (``reconnect-*.png``) go to ``tests/artifacts/screenshots/``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -279,6 +280,8 @@ async def test_the_board_waits_offline_and_the_race_comes_back_after_a_restart(
     banner = erin.locator(BANNER)
     await expect(banner).to_have_attribute("data-state", "reconnecting")
     await expect(erin.locator(BANNER_TEXT)).to_have_text(LOST)
+    held = await erin.locator(tid("elapsed")).text_content()  # the clock holds while offline
+    held_since = asyncio.get_running_loop().time()
     await expect(banner).to_have_attribute("role", "status")
     await expect(banner).to_have_attribute("aria-live", "polite")
     await expect(banner).to_be_visible()
@@ -303,6 +306,8 @@ async def test_the_board_waits_offline_and_the_race_comes_back_after_a_restart(
     await expect(erin.locator(card(ace_pile, ace))).to_be_visible()
     await expect(erin.locator(tid("race"))).to_be_visible()
     await erin.screenshot(path=str(SCREENSHOTS / "reconnect-offline.png"), full_page=True)
+    await asyncio.sleep(max(0.0, held_since + 2.2 - asyncio.get_running_loop().time()))
+    assert await erin.locator(tid("elapsed")).text_content() == held  # not a second more
 
     # A new node on the same data directory and port: the page comes back by itself.
     await node.start()
