@@ -1520,7 +1520,7 @@ function undoMove() {
 function watchingText(settings) {
   switch (spectatorMode(settings)) {
     case "delayed":
-      return `This room shows spectators each board ${settings.spectator_delay} s after it was played; the progress comes at once.`;
+      return `This room shows spectators each board ${settings.spectator_delay} s after it was played, and a player's board only once the others have seen its cards (until then, an earlier one); the progress comes at once.`;
     case "after":
       return "This room shows spectators the boards once the race is over: until then, the progress only.";
     default:
