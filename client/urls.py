@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import re
 import socket
+import ssl
 import urllib.parse
 from dataclasses import dataclass
 
@@ -72,6 +73,8 @@ def parse_server_url(text: str) -> ServerUrl:
     room = _ROOM_PATH.match(parts.path or "/")
     if room is not None:
         return ServerUrl(f"{scheme}://{netloc}/", room[1].upper())
+    if parts.path == "/r" or parts.path.startswith("/r/"):
+        raise BadServerUrl(text, "a room's link is /r/ and the room's code, letters and digits")
     if parts.scheme.lower() in ("ws", "wss"):
         # The server's own URL: taken as it is (a proxy may serve it under a path).
         return ServerUrl(raw if parts.path or parts.query else raw + "/")
@@ -120,10 +123,14 @@ def why_unreachable(url: str, error: BaseException) -> str | None:
         return "it did not answer as a solrace server"
     if isinstance(error, WebSocketException):
         return "the connection failed"
+    if isinstance(error, ConnectionResetError) and url.startswith("wss:"):
+        return "the connection was reset: does the server take wss (https)? Without TLS it is ws:// (http://)"
+    if isinstance(error, ssl.SSLError):
+        return f"the TLS handshake failed ({error.reason or type(error).__name__}): does the server take wss (https)?"
     if isinstance(error, OSError):
         if error.errno == errno.ECONNREFUSED or "Connect call failed" in str(error):
             return "connection refused"  # every address of the host refused it
         if error.errno == errno.ENETUNREACH:
             return "network unreachable"
-        return error.strerror or str(error)
+        return error.strerror or str(error) or type(error).__name__
     return None

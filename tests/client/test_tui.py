@@ -22,7 +22,7 @@ from textual.widgets import Input, RichLog, Static
 from solrace.cli import build_parser, main
 from solrace.client.cli import build_app, full_screen
 from solrace.client.tui import DAILY_HELP, STUCK_UNDO, RaceApp
-from solrace.client.urls import BadServerUrl, parse_server_url, room_link
+from solrace.client.urls import BadServerUrl, parse_server_url, room_link, why_unreachable
 from solrace.engine import parse_move
 
 # The end-to-end helpers of the server tests: forced deals and known lines.
@@ -283,7 +283,15 @@ def test_server_urls_as_people_paste_them() -> None:
     assert parse_server_url("ws://10.0.0.2:8765/").ws == "ws://10.0.0.2:8765/"
     assert parse_server_url("10.0.0.2:8765").ws == "ws://10.0.0.2:8765/"
     assert room_link("wss://solrace.example/", "ABCD2345") == "https://solrace.example/r/ABCD2345"
-    for bad in ("ftp://host/", "http://", "http://host:99999/", " "):
+    # A room's link with anything but a code after /r/ names no room: never a new one.
+    for bad in (
+        "ftp://host/",
+        "http://",
+        "http://host:99999/",
+        " ",
+        "http://h/r/abc/def",
+        "http://h/r/",
+    ):
         with pytest.raises(BadServerUrl, match=r"^bad_url: "):
             parse_server_url(bad)
 
@@ -457,3 +465,10 @@ async def test_solrace_play_plain_is_the_line_client(
     assert re.search(r"^type 'ready' when you are", out, re.M)
     code, out = await asyncio.to_thread(call, f"http://127.0.0.1:{port}/")  # the page's URL
     assert code == 0 and re.search(r"^room \w{8} \(canfield\); you are cli$", out, re.M)
+
+
+def test_why_a_server_was_unreachable_is_never_empty() -> None:
+    # https:// against a server without TLS: the server resets the TLS handshake.
+    said = why_unreachable("wss://127.0.0.1:8765/", ConnectionResetError())
+    assert said is not None and "wss" in said and "ws://" in said
+    assert why_unreachable("ws://127.0.0.1:8765/", BrokenPipeError()) == "BrokenPipeError"
