@@ -106,4 +106,11 @@ def _loadtest(args: argparse.Namespace) -> int:
     report, seconds = run_load_test(test, on_second=progress)
     print(file=sys.stderr)
     print(as_json(report, seconds) if args.json else format_table(report))
+    if report.moves == 0:
+        why = ", ".join(f"{code} {count}" for code, count in sorted(report.errors.items()))
+        print(
+            f"solrace loadtest: no move was played at {args.url} ({why or 'no player connected'})",
+            file=sys.stderr,
+        )
+        return 1
     return 0

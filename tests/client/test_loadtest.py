@@ -72,6 +72,16 @@ def test_a_duration_it_cannot_read_is_refused_plainly() -> None:
     )
 
 
+def test_a_server_that_is_not_there_fails_the_run() -> None:
+    url = f"ws://127.0.0.1:{free_port()}/"  # nothing listens there
+    command = [sys.executable, "-m", "solrace", "loadtest", url, "--players", "2"]
+    done = subprocess.run(
+        [*command, "--duration", "2s"], capture_output=True, text=True, timeout=4 * TIMEOUT
+    )
+    assert done.returncode == 1, done.stderr
+    assert "no move was played" in done.stderr and "ConnectionRefusedError" in done.stderr
+
+
 async def test_a_moves_answer_from_a_race_since_ended_leaves_the_new_race_alone() -> None:
     """A bot's move in flight when its race ends and the next one starts: the refusal
     that comes back (``race_over``, with the old race's revision) counts as a refusal,
