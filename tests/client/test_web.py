@@ -737,3 +737,23 @@ async def test_the_pages_apply_delta_makes_the_engines_next_view(pages: Pages) -
             assert result["after"] == case["expected"], (variant, case["delta"])
             assert apply_delta(case["before"], case["delta"]) == case["expected"]
     assert pages.errors == []
+
+
+async def test_the_lobby_fits_a_375_pixel_screen(pages: Pages) -> None:
+    """The narrowest common phone: the lobby's settings (the spectators' select among
+    them) stay within the screen, with nothing to scroll sideways."""
+    phone = await pages.open(viewport={"width": 375, "height": 740}, touch=True)
+    await enter_name(phone, "Lena")
+    await create_room(phone, "canfield", countdown=0)
+    await expect(phone.locator(tid("member"))).to_have_count(1)
+    width = await phone.evaluate("document.scrollingElement.scrollWidth")
+    await phone.screenshot(path=str(SCREENSHOTS / "lobby-375.png"), full_page=True)
+    wide = await phone.evaluate(WIDER_THAN_SCREEN)
+    assert width <= 375, f"the lobby scrolls sideways: {width} px ({wide})"
+
+
+WIDER_THAN_SCREEN = """() => [...document.querySelectorAll("body *")]
+    .filter((e) => e.getBoundingClientRect().right > 375.5)
+    .slice(0, 6)
+    .map((e) => `${e.tagName.toLowerCase()}[${e.dataset.testid || e.className}]`)
+    .join(", ")"""
