@@ -935,9 +935,15 @@ let boardWasLive = null; // whether the board took moves when last drawn
 
 function showScreen(name) {
   $("loading").hidden = true;
+  const shown = document.body.dataset.screen;
   for (const screen of SCREENS) $(screen).hidden = screen !== name;
   document.body.dataset.screen = name;
   placeAccountForms(name);
+  // A screen newly shown takes the keyboard where its first field is (the name screen's
+  // name), unless the focus is already in it: keyboard users start typing at once.
+  if (shown !== name && name === "name-screen" && !$(name).contains(document.activeElement)) {
+    $("name-input")?.focus();
+  }
 }
 
 // The claim and login forms go where the screen shown wants them: the login form on the

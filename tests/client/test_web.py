@@ -757,3 +757,13 @@ WIDER_THAN_SCREEN = """() => [...document.querySelectorAll("body *")]
     .slice(0, 6)
     .map((e) => `${e.tagName.toLowerCase()}[${e.dataset.testid || e.className}]`)
     .join(", ")"""
+
+
+async def test_the_name_screen_takes_the_keyboard_at_once(pages: Pages) -> None:
+    """A first visit: typing goes into the name field, and Enter goes on, no click."""
+    page = await pages.open()
+    await expect(page.locator(tid("name-screen"))).to_be_visible()
+    await expect(page.locator(tid("name-input"))).to_be_focused()
+    await page.keyboard.type("Kim")
+    await page.keyboard.press("Enter")
+    await expect(page.locator(tid("player-name"))).to_have_text("Kim")
