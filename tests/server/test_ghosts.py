@@ -54,6 +54,7 @@ async def test_a_ghost_keeps_the_runs_timing_and_ranks_as_it_ran(
         t0 = time.monotonic()
         assert [p["name"] for p in started["players"]] == ["Bea", "Ann (ghost)"]
         heard: dict[int, float] = {}  # the ghost's moves, and when each was heard
+        at: dict[int, int] = {}  # and the race time the server gave each
         over: dict[str, Any] | None = None
         async with asyncio.timeout(TIMEOUT + played["times"][-1] / 1000):
             async for event in bea.events():
@@ -62,18 +63,22 @@ async def test_a_ghost_keeps_the_runs_timing_and_ranks_as_it_ran(
                         if entry.get("ghost"):
                             assert "view" not in entry
                             heard.setdefault(entry["moves"], time.monotonic() - t0)
+                            at.setdefault(entry["moves"], entry["elapsed_ms"])
                     if max(heard, default=0) == len(line):
                         break
-        # Every move of the run came at its recorded time. The race's start is known here
-        # only as the time race_started arrived, itself late by the delivery of one event:
-        # each move is measured from the first, and may be off by what the delivery of two
-        # events takes on a loaded test machine (a run replayed all at once is off by its
-        # whole length: a move every 10 ms or more, a hundred moves or so).
+        # Every move of the run came at its recorded time: exactly, in the race time the
+        # server gives it, and as heard here, within what the delivery of two events takes
+        # on a loaded test machine. The race's start is known here only as the time
+        # race_started arrived, itself late by one event's delivery, so each move is
+        # measured from the first (a run replayed all at once is off by its whole length).
         assert set(heard) == set(range(1, len(line) + 1))
+        assert [at[n] for n in sorted(at)] == played["times"]
         late = [heard[n] * 1000 - played["times"][n - 1] for n in sorted(heard)]
         drift = [x - late[0] for x in late]
-        assert max(drift) < 150 and min(drift) > -150, (late[0], min(drift), max(drift))
-        assert -150 < late[0] < 300, late[0]
+        span = played["times"][-1] - played["times"][0]
+        bound = min(400, span / 3)
+        assert max(drift) < bound and min(drift) > -bound, (late[0], min(drift), max(drift))
+        assert -bound < late[0] < 2 * bound, late[0]
         # The ghost has won; Bea resigns, and ranks below it.
         await bea.resign()
         over = await bea.next_event("race_over", timeout=TIMEOUT)
