@@ -348,23 +348,7 @@ class Node:
             link, role = int(link_text), Role(role_text)
         except ValueError:
             return 0
-        now = self.now_ms()
-        try:
-            if role is Role.SPECTATOR:
-                outcome = await self.backend.update_room(
-                    code, lambda r: rooms.leave(r, player_id, now, link=link)
-                )
-                if outcome.room is None or player_id not in outcome.room.members:
-                    await self.backend.set_player_room(player_id, None)
-            else:
-                outcome = await self.backend.update_room(
-                    code, lambda r: rooms.set_connected(r, player_id, False, now, link=link)
-                )
-                self.tick_later(code, self.config.resume_grace_s + 0.05)
-            await self.fanout.publish(code, outcome)
-        except (ProtocolError, BackendUnavailable):
-            return 0
-        return 1
+        return int(await self._drop(code, player_id, role, link))
 
     @staticmethod
     def _held_entry(code: str, player_id: str, link: int, role: Role) -> str:
@@ -614,8 +598,17 @@ class Node:
         code, role, link = session.room, session.role, session.link
         if code is None:
             return
-        # With this connection's link: if the member came back meanwhile (on another node,
-        # while this one drains, say), the room stays as that connection made it.
+        try:
+            await self._drop(code, player_id, role, link)
+        finally:
+            await self.detach(session)
+
+    async def _drop(self, code: str, player_id: str, role: Role | None, link: int) -> bool:
+        """A member's connection is gone: a spectator leaves, a player is dropped and may
+        resume within the grace period; whether the room took it.
+
+        With that connection's ``link``: if the member came back meanwhile (on another node,
+        while this one drains, say), the room stays as that connection made it."""
         try:
             if role is Role.SPECTATOR:
                 outcome = await self.backend.update_room(
@@ -631,9 +624,8 @@ class Node:
                 self.tick_later(code, self.config.resume_grace_s + 0.05)
             await self.fanout.publish(code, outcome)
         except (ProtocolError, BackendUnavailable):
-            pass
-        finally:
-            await self.detach(session)
+            return False
+        return True
 
     # -- timers --------------------------------------------------------------------------
 
