@@ -531,8 +531,8 @@ class Node:
         """``session`` is no longer a member here; the room is forgotten with its last one."""
         code, role = session.room, session.role
         session.room = session.role = None
-        entry = None
-        if code is not None and role is not None and session.player_id is not None:
+        entry = None  # the store's note that this node holds the member (shared stores)
+        if not self.backend.in_process and code and role and session.player_id is not None:
             entry = self._held_entry(code, session.player_id, session.link, role)
         held = self.held.get(code) if code is not None else None
         if held is not None and session in held.members:
@@ -540,7 +540,7 @@ class Node:
             self.guard.release(session, held.code)
             if not held.members:
                 await self._forget(held)
-        if entry is not None and not self.backend.in_process:
+        if entry is not None:
             with contextlib.suppress(BackendUnavailable):
                 await self.backend.release_member(self.name, entry)
 
