@@ -533,8 +533,7 @@ class _Session:
                 self.console.write(f"played {ack['move']}")
                 self.show_board()
         except ServerError as error:
-            detail = f" ({error.reason})" if error.reason else ""
-            self.console.write(f"refused: {error.code}{detail}: {error.message}")
+            self.console.write(refusal(error))
         return True
 
 
@@ -649,6 +648,31 @@ def render_board(board: dict[str, Any]) -> str:
     if board.get("seed") is not None:
         lines.append(f"seed: {board['seed']}")
     return "\n".join(lines)
+
+
+HINTS = {
+    "race_not_started": "type 'ready' when you are; the host may type 'start'",
+    "race_over": "type 'rematch' for a new deal, or 'q' to quit",
+    "game_over": "wait for the race to end, or type 'q' to quit",
+    "stale_revision": "the board below is your game as the server has it",
+    "rate_limited": "slow down a little",
+    "unavailable": "nothing was changed; try again in a moment",
+    "internal_error": "try again",
+}
+"""What to do next after a refusal, by its code, where the server's sentence does not say."""
+
+
+def refusal(error: ServerError) -> str:
+    """A refusal in words: the server's sentence, what to do next, and its code last (to
+    look it up in docs/protocol.md), never a bare code first."""
+    sentence = (error.message or "the server refused that").strip().rstrip(".")
+    parts = [sentence[:1].upper() + sentence[1:]]
+    hint = HINTS.get(error.code)
+    if error.retry_after:
+        hint = f"try again in {max(1, round(error.retry_after))} s"
+    if hint:
+        parts.append(hint)
+    return f"Refused: {'; '.join(parts)}. [{error.code}]"
 
 
 UNRANKED = {

@@ -27,6 +27,7 @@ from websockets.exceptions import WebSocketException
 
 from .connection import Client, ClientClosed, ServerError
 from .terminal import (
+    refusal,
     BRITISH_CANISTER,
     FINISH_HELP,
     MAY_LEAVE,
@@ -968,8 +969,7 @@ class RaceApp(App[int]):
         try:
             await self._send(text, words)
         except ServerError as error:
-            detail = f" ({error.reason})" if error.reason else ""
-            self.say(f"Refused: {error.code}{detail}: {error.message}", "red")
+            self.say(refusal(error), "red")
         self._draw()
         return True
 

@@ -71,6 +71,11 @@ async def test_play_in_the_terminal_from_lobby_to_results(
     rival = await make_client("rival")
     await rival.join(code)
     await console.shows(r"in the room: terminal \(host\), rival")
+    console.type("d")  # before the race: the refusal says what to do, in words
+    await console.shows(
+        r"^Refused: The race has not started; type 'ready' when you are; "
+        r"the host may type 'start'\. \[race_not_started\]$"
+    )
     console.type("start")
     await console.shows(r"^race 1 started: rainbow-canfield")
     first = (await console.shows(r"moves: 1\) (\S+)"))[1]
@@ -80,7 +85,7 @@ async def test_play_in_the_terminal_from_lobby_to_results(
     await rival.move("d")
     await console.shows(r"rival \[.*\]\s+\d+/52\s+moves\s+1\s+playing")
     console.type("t9-t1")
-    await console.shows(r"refused: illegal_move \(no_such_pile\)")
+    await console.shows(r"^Refused: This game has no pile t9\. \[illegal_move\]$")
     await rival.resign()
     console.type("resign")
     seed = (await console.shows(r"results of race 1 \(rainbow-canfield, seed (\d+)\)"))[1]

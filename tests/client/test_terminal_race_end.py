@@ -217,9 +217,9 @@ async def test_everyone_sees_how_the_race_ends_and_the_host_changes_it(
     for console in (host, guest):
         await console.shows(r"^race: any deal, winnable or not; everyone finishes \(the race")
     guest.type("finish first")
-    await guest.shows(r"refused: not_host")
+    await guest.shows(r"^Refused: Only the host .*\[not_host\]$")
     host.type("finish sometimes")
-    await host.shows(r"refused: bad_settings")
+    await host.shows(r"^Refused: .*\[bad_settings\]$")
     host.type("finish first soon")
     await host.shows(r"^the host sets how the race ends")
     host.type("finish first 5")

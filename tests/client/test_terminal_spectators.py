@@ -37,9 +37,9 @@ async def test_host_and_player_see_the_setting_and_the_host_changes_it(
     for console in (host, guest):
         await console.shows(r"^spectators: after \(progress only; the boards once the race")
     guest.type("spectators live")
-    await guest.shows(r"refused: not_host")
+    await guest.shows(r"^Refused: Only the host .*\[not_host\]$")
     host.type("spectators sometimes")
-    await host.shows(r"refused: bad_settings")
+    await host.shows(r"^Refused: .*\[bad_settings\]$")
     host.type("spectators delayed soon")
     await host.shows(r"^the host sets who may watch")
     for console in (host, guest):

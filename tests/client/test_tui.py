@@ -189,7 +189,7 @@ async def test_legal_moves_on_request_and_by_number(server: RunningServer) -> No
         await pilot.press("f2")
         assert not moves.has_class("shown")
         await type_line(pilot, "t9-t1")
-        await shows(pilot, "log", r"Refused: illegal_move \(no_such_pile\)")
+        await shows(pilot, "log", r"Refused: This game has no pile t9\. \[illegal_move\]")
         await pilot.press("ctrl+q")
         assert await exits(pilot) == 0
     assert app.farewell == ["You resigned."]  # quitting a game that goes on resigns it
