@@ -76,6 +76,13 @@ def _export(args: argparse.Namespace) -> int:
             said = json.loads(error.read()).get("message", error.reason)
         except ValueError:
             said = error.reason
+        if error.code in (401, 403):  # the server speaks of HTTP headers; say the flags
+            said = said.split(" (send", 1)[0]
+            said += (
+                "; the token sent is not one of this race's players"
+                if token
+                else ": log in to a player's account (solrace login), or pass --token TOKEN"
+            )
         print(f"solrace race export: {error.code}: {said}", file=sys.stderr)
         return 1
     except (urllib.error.URLError, OSError, ValueError) as error:

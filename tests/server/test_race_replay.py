@@ -137,6 +137,11 @@ async def test_a_race_of_a_room_that_showed_no_boards_is_its_players_alone(
         "race", "export", code, "1", "--url", server.url, "-o", str(tmp_path / "r.json")
     )
     assert code_ == 1 and "403" in said and "players' alone" in said, said
+    assert "solrace login" in said and "--token" in said and "Authorization" not in said, said
+    code_, said = await _run(
+        "race", "export", code, "1", "--url", server.url, "--token", str(stranger.token)
+    )
+    assert code_ == 1 and "not one of this race's players" in said, said
     code_, said = await _run(
         "race",
         "export",
