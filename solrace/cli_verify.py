@@ -78,16 +78,44 @@ class Checked:
         return not self.problems
 
 
+ENTRY_KEYS = ("date", "variant", "player_id", "attempt", "seed", "log", "times")
+"""What every entry of a daily export has (``solrace leaderboard export``'s columns)."""
+
+
 def read_rows(text: str) -> list[dict[str, Any]]:
-    """The rows of an export: a JSON list (or one object), else CSV with a header."""
+    """The rows of an export: a JSON list (or one object), else CSV with a header.
+
+    Raises ValueError for a file that is neither a race file nor a daily export: JSON
+    whose entries lack the export's keys, or text whose first line is not the export's
+    CSV header (any text file would otherwise read as CSV rows of nothing)."""
     stripped = text.lstrip()
+    if not stripped:
+        return []
     if stripped.startswith(("[", "{")):
         data = json.loads(stripped)
         rows = data if isinstance(data, list) else [data]
         if not all(isinstance(r, dict) for r in rows):
             raise ValueError("the JSON holds something other than entries")
+        if len(rows) == 1 and rows[0].get("format") == RACE_FORMAT:
+            return rows
+        for row in rows:
+            missing = [k for k in ENTRY_KEYS if k not in row]
+            if missing:
+                raise ValueError(
+                    "not a race file nor a daily export: an entry has no "
+                    + ", ".join(missing)
+                )
         return rows
-    return list(csv.DictReader(io.StringIO(text)))
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    missing = [k for k in ENTRY_KEYS if k not in header]
+    if missing:
+        raise ValueError(
+            "not a race file nor a daily export (solrace leaderboard export, CSV or "
+            "JSON): its first line is not the export's header, which names "
+            + ", ".join(ENTRY_KEYS)
+        )
+    return list(reader)
 
 
 def _text(row: dict[str, Any], key: str) -> str:

@@ -153,6 +153,16 @@ async def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_text("")
     code, _, err = await _run("verify", str(tmp_path / "empty.csv"))
     assert code == 2 and "no entries" in err
+    # Any other text or JSON is not read as entries of nothing: it is refused, saying why.
+    (tmp_path / "notes.txt").write_text("shopping list\nbread, milk\n")
+    code, out, err = await _run("verify", str(tmp_path / "notes.txt"))
+    assert code == 2 and "not a race file nor a daily export" in err and not out, (out, err)
+    (tmp_path / "other.json").write_text('[{"name": "x"}]')
+    code, out, err = await _run("verify", str(tmp_path / "other.json"))
+    assert code == 2 and "an entry has no date" in err and not out, (out, err)
+    (tmp_path / "binary.csv").write_bytes(bytes(range(256)))
+    code, _, err = await _run("verify", str(tmp_path / "binary.csv"))
+    assert code == 2 and err.startswith("solrace verify: cannot read"), err
 
 
 async def test_an_entry_checks_against_the_commitment_published_that_morning(
