@@ -145,7 +145,7 @@ def render_progress(standing: dict[str, Any], names: dict[str, str]) -> str:
     their place."""
     name = names.get(standing["player_id"], standing["player_id"])
     bar = "#" * (standing["banked"] * 20 // 52)
-    status = standing["status"]
+    status = status_word(standing["status"])
     if status == "won" and standing.get("place"):
         status = f"won {ordinal(standing['place'])}"
     return (
@@ -207,8 +207,17 @@ def render_race(settings: dict[str, Any]) -> str:
     return "race: " + "; ".join(parts) if parts else ""
 
 
-def render_results(event: dict[str, Any]) -> str:
-    """The ranked results of a race, with the revealed seed."""
+def status_word(status: str, finish: str | None = None) -> str:
+    """A game's status in words. A game still being played when a first-to-finish race
+    ended did not finish: it did not run out of the time limit."""
+    if status == "out_of_time":
+        return "not finished" if finish == "first" else "out of time"
+    return status.replace("_", " ")
+
+
+def render_results(event: dict[str, Any], finish: str | None = None) -> str:
+    """The ranked results of a race, with the revealed seed (``finish``: the room's race
+    ending, which says how a game still being played at the end reads)."""
     if event.get("daily"):
         # Only a first attempt may be ranked, and whether it is the day's board says
         # (a new account's is not): render_attempt.
@@ -220,7 +229,8 @@ def render_results(event: dict[str, Any]) -> str:
     lines = [f"results of race {event['race']} ({event['variant']}, {head}):"]
     for r in event["results"]:
         lines.append(
-            f"{r['rank']:3}. {r['name']:<16} {r['status']:<11} banked {r['banked']:2}  "
+            f"{r['rank']:3}. {r['name']:<16} {status_word(r['status'], finish):<12} "
+            f"banked {r['banked']:2}  "
             f"moves {r['moves']:3}  {r['time_ms'] / 1000:.1f}s"
         )
     if event.get("par") is not None:
@@ -468,7 +478,7 @@ class _Session:
             self.racing = False
             if "boards" in event:
                 self.show_boards(event["boards"], " (final)")
-            self.console.write(render_results(event))
+            self.console.write(render_results(event, self.settings.get("finish")))
             if not event.get("daily"):
                 self.console.write(f"replay: {replay_url(self.client.url, event)}")
                 if not self.watching:  # a spectator may not ask for one (not_a_player)
@@ -630,7 +640,7 @@ def render_board(board: dict[str, Any]) -> str:
         rows.setdefault(e["player_id"], e)
     for e in sorted(rows.values(), key=lambda e: (e["rank"], e["name"])):
         lines.append(
-            f"{e['rank']:4}. {e['name']:<16} {e['status']:<11} banked {e['banked']:2}  "
+            f"{e['rank']:4}. {e['name']:<16} {status_word(e['status']):<11} banked {e['banked']:2}  "
             f"moves {e['moves']:3}  {e['time_ms'] / 1000:.1f}s"
         )
     you = board.get("you")

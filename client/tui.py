@@ -27,7 +27,6 @@ from websockets.exceptions import WebSocketException
 
 from .connection import Client, ClientClosed, ServerError
 from .terminal import (
-    refusal,
     BRITISH_CANISTER,
     FINISH_HELP,
     MAY_LEAVE,
@@ -36,11 +35,13 @@ from .terminal import (
     _standing_order,
     daily_board,
     ordinal,
+    refusal,
     render_attempt,
     render_board,
     render_race,
     render_results,
     render_spectators,
+    status_word,
 )
 from .urls import room_link, why_unreachable
 
@@ -147,7 +148,7 @@ def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> 
     status = view["status"]
     text.append(f"{view['variant']}", style="bold")
     text.append(f"   banked {view['banked']}/52   moves {view['moves']}   ")
-    text.append(status, style="bold" if status != "playing" else "")
+    text.append(status_word(status), style="bold" if status != "playing" else "")
     text.append("\n\n")
     text.append("Foundations ", style="bold")
     for i, pile in enumerate(view["foundations"]):
@@ -205,7 +206,10 @@ def _bar(banked: int, width: int = 8) -> str:
 
 
 def standings_text(
-    standings: Iterable[dict[str, Any]], names: dict[str, str], me: str | None = None
+    standings: Iterable[dict[str, Any]],
+    names: dict[str, str],
+    me: str | None = None,
+    finish: str | None = None,
 ) -> Text:
     """Every player's standing, by place: winners by place, then the others by cards
     banked, then time; this player's own row marked."""
@@ -217,7 +221,7 @@ def standings_text(
         name = names.get(row["player_id"], row["player_id"])
         if row["player_id"] == me:
             name += " (you)"
-        status = row["status"]
+        status = status_word(row["status"], finish)
         if status == "won" and row.get("place"):
             status = f"won {ordinal(row['place'])}"
         style = "bold" if row["player_id"] == me else ""
@@ -505,7 +509,8 @@ class RaceApp(App[int]):
                         "par": room.get("par"),
                         "daily": self.settings.get("daily"),
                         "attempt": self.settings.get("attempt"),
-                    }
+                    },
+                    self.settings.get("finish"),
                 )
         self._draw()
 
@@ -634,7 +639,7 @@ class RaceApp(App[int]):
         elif status == "resigned":
             self.say("You resigned.")
         elif status == "out_of_time":
-            self.say("Out of time.")
+            self.say(f"{self._ended()}.")
         elif status == "stuck" and self._undo():
             self.say(STUCK_UNDO, "bold")
             return
@@ -667,7 +672,7 @@ class RaceApp(App[int]):
         if "boards" in event:
             self.boards.update(event["boards"])
             self.board_note = " (final)"
-        self.results = render_results(event)
+        self.results = render_results(event, self.settings.get("finish"))
         me = next((r for r in event["results"] if r["player_id"] == self.client.player_id), None)
         if me is not None:
             self.say(f"Race over: you are {ordinal(me['rank'])} of {len(event['results'])}.")
@@ -703,7 +708,12 @@ class RaceApp(App[int]):
         self._draw_boards()
         _show(
             self.query_one("#standings", Static),
-            standings_text(self.standings.values(), self.names, self.client.player_id),
+            standings_text(
+                self.standings.values(),
+                self.names,
+                self.client.player_id,
+                self.settings.get("finish"),
+            ),
         )
         results = Text()
         if self.results:
@@ -842,8 +852,14 @@ class RaceApp(App[int]):
         if status == "resigned":
             return Text("You resigned.")
         if status == "out_of_time":
-            return Text("Out of time.")
+            return Text(f"{self._ended()}.")
         return Text("")
+
+    def _ended(self) -> str:
+        """How a game still being played at the race's end ended."""
+        if self.settings.get("finish") == "first":
+            return "Not finished: the first to finish won, and the race is over"
+        return "Out of time"
 
     def _tick(self) -> None:
         """The clock, and whether the connection is up."""

@@ -102,8 +102,7 @@ def read_rows(text: str) -> list[dict[str, Any]]:
             missing = [k for k in ENTRY_KEYS if k not in row]
             if missing:
                 raise ValueError(
-                    "not a race file nor a daily export: an entry has no "
-                    + ", ".join(missing)
+                    "not a race file nor a daily export: an entry has no " + ", ".join(missing)
                 )
         return rows
     reader = csv.DictReader(io.StringIO(text))
@@ -112,8 +111,7 @@ def read_rows(text: str) -> list[dict[str, Any]]:
     if missing:
         raise ValueError(
             "not a race file nor a daily export (solrace leaderboard export, CSV or "
-            "JSON): its first line is not the export's header, which names "
-            + ", ".join(ENTRY_KEYS)
+            "JSON): its first line is not the export's header, which names " + ", ".join(ENTRY_KEYS)
         )
     return list(reader)
 

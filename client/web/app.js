@@ -1278,7 +1278,7 @@ function progressRow(player, standing) {
   const status = document.createElement("span");
   status.className = `status s-${player.status}`;
   status.dataset.testid = "status";
-  status.textContent = statusWord(player.status);
+  status.textContent = statusWord(player.status, roomFinish());
   if (player.status === "won" && player.place) status.textContent = `won · ${ordinal(player.place)}`;
   stats.append(banked, moves, status);
   item.append(name, bar, stats);
@@ -1321,7 +1321,7 @@ function myGameText(game, finished) {
       head = "You resigned.";
       break;
     case "out_of_time":
-      head = "Out of time: the race is over.";
+      head = roomFinish() === "first" ? "Not finished: the first to finish won, and the race is over." : "Out of time: the race is over.";
       break;
     default:
       head = "";
@@ -1550,7 +1550,7 @@ function renderSpectatorBoards(host) {
     name.textContent = player.name;
     const stats = document.createElement("span");
     stats.className = "muted";
-    stats.textContent = `${player.banked}/52 banked · ${player.moves} moves · ${statusWord(player.status)}`;
+    stats.textContent = `${player.banked}/52 banked · ${player.moves} moves · ${statusWord(player.status, roomFinish())}`;
     head.append(name, stats);
     const wrap = document.createElement("div");
     wrap.className = "board-host small";
@@ -1580,7 +1580,7 @@ function resultsTable({ results, seed, par }) {
       `${result.banked}/52`,
       String(result.moves),
       formatTime(result.time_ms),
-      statusWord(result.status),
+      statusWord(result.status, roomFinish()),
     ];
     for (const text of cells) {
       const cell = document.createElement("td");
@@ -1627,8 +1627,15 @@ const STATUS_WORDS = {
   playing: "playing",
 };
 
-function statusWord(status) {
+// In a first-to-finish race a game still being played at the end did not finish: it did
+// not run out of the time limit.
+function statusWord(status, finish = null) {
+  if (status === "out_of_time" && finish === "first") return "not finished";
   return STATUS_WORDS[status] || status.replaceAll("_", " ");
+}
+
+function roomFinish() {
+  return state.room?.settings?.finish ?? null;
 }
 
 function utcToday() {

@@ -172,7 +172,7 @@ async def test_a_first_to_finish_race_tells_when_it_ends(
         await quick.move(move)
     await console.shows(r"^first to finish: quick won, the race ends in 1 s$")
     await console.shows(r"results of race 1")
-    await console.shows(r"^\s+2\. slow\s+out_of_time")
+    await console.shows(r"^\s+2\. slow\s+not finished\s+banked")
     console.type("q")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
 

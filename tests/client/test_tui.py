@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import multiprocessing.resource_tracker
 import re
 import sys
 from collections.abc import Callable
@@ -31,6 +32,15 @@ from e2e_support import FAST, deal_seed, fresh, winning_deal
 from test_e2e_race import _line_to_stuck
 
 SIZE = (160, 60)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _resource_tracker() -> None:
+    """The server under test runs in this process, beside the app, which replaces
+    sys.stderr with an object of no file descriptor while it runs: a solver worker spawned
+    then could not start multiprocessing's resource tracker (it passes stderr's
+    descriptor on). Start the tracker first, as ``solrace serve``'s real stderr would."""
+    multiprocessing.resource_tracker.ensure_running()
 
 
 @pytest.fixture
