@@ -944,6 +944,12 @@ function showScreen(name) {
   if (shown !== name && name === "name-screen" && !$(name).contains(document.activeElement)) {
     $("name-input")?.focus();
   }
+  // The lobby, come to from the name screen or a room left, starts at its first choice
+  // (the game) where the focus was lost with the screen it was on; a focus the user put
+  // elsewhere (a link of the header, say) stays.
+  const active = document.activeElement;
+  const lost = !active || active === document.body || !active.getClientRects().length;
+  if (shown !== name && name === "home" && lost) $("variant")?.focus();
 }
 
 // The claim and login forms go where the screen shown wants them: the login form on the

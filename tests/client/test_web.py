@@ -767,3 +767,5 @@ async def test_the_name_screen_takes_the_keyboard_at_once(pages: Pages) -> None:
     await page.keyboard.type("Kim")
     await page.keyboard.press("Enter")
     await expect(page.locator(tid("player-name"))).to_have_text("Kim")
+    # The lobby then starts at its first choice, the game: not lost on the page's body.
+    await expect(page.locator(tid("variant"))).to_be_focused()
