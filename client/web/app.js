@@ -1869,9 +1869,27 @@ function fillSeedLine(line, board) {
     if (board.nonce) parts.push(" · nonce: ", codeOf("daily-nonce", board.nonce));
   } else {
     const at = board.reveal_ms ? new Date(board.reveal_ms).toISOString().slice(0, 16).replace("T", " ") : null;
-    parts.push(at ? `The deal's seed and nonce are revealed at ${at} UTC, once no attempt of the day can still be running.` : "The deal's seed is revealed once the day is over (UTC).");
+    const due = board.reveal_ms && board.reveal_ms <= Date.now();
+    if (!at) parts.push("The deal's seed is revealed once the day is over (UTC).");
+    else if (due) parts.push(`The deal's seed and nonce are revealed at ${at} UTC, once no attempt of the day can still be running: any moment now, and the board shows them by itself.`);
+    else parts.push(`The deal's seed and nonce are revealed at ${at} UTC, once no attempt of the day can still be running.`);
+    revealSoon(board);
   }
   line.replaceChildren(...parts);
+}
+
+// The board asks again once its seed is due (and every minute after, while it is shown
+// and the seed is still held back by an attempt running): no reload needed to see it.
+let revealTimer = null;
+function revealSoon(board) {
+  clearTimeout(revealTimer);
+  revealTimer = null;
+  const wait = board.reveal_ms - Date.now();
+  if (!(wait < 86_400_000)) return;
+  revealTimer = setTimeout(() => {
+    revealTimer = null;
+    if (document.body.dataset.screen === "daily" && state.daily.board === board) loadDaily();
+  }, Math.max(wait + 1000, 60_000 * (wait <= 0)));
 }
 
 // What the board says of today's attempts of a player who has none on it.
@@ -1937,7 +1955,13 @@ function renderDaily() {
   topTable.hidden = !top.length;
   const empty = $("daily-empty");
   empty.hidden = !fresh || top.length > 0;
-  empty.textContent = board?.date === today ? "No one has played today's deal yet: be the first." : "No one played this deal.";
+  // (a player's own attempt that is not ranked is said below: "no one" would deny it)
+  empty.textContent =
+    board?.date !== today
+      ? "No ranked attempt at this deal."
+      : played
+        ? "No ranked attempt at today's deal yet."
+        : "No one has a ranked attempt at today's deal yet: be the first.";
 
   const you = $("daily-you");
   const mineShown = fresh && board.you && top.some((e) => e.player_id === board.you.player_id);

@@ -103,3 +103,7 @@ async def test_a_new_account_s_daily_attempt_is_not_shown_as_ranked(pages: Pages
     you = nell.locator(tid("daily-you"))
     await expect(you).to_contain_text("Your attempt today is not ranked: a new account's")
     await expect(you).not_to_contain_text("still being recorded")
+    # The empty board does not say that no one played, beside her own attempt.
+    await expect(nell.locator(tid("daily-empty"))).to_have_text(
+        "No ranked attempt at today's deal yet."
+    )

@@ -152,7 +152,9 @@ async def test_daily_attempts_ranks_and_a_past_day(
     await dora.select_option(tid("daily-variant"), VARIANT)
     assert dora.url.endswith(f"/daily?variant={VARIANT}")
     await expect(dora.locator(tid("daily-board-date"))).to_contain_text(f"{DAY} (today)")
-    await expect(dora.locator(tid("daily-empty"))).to_contain_text("No one has played")
+    await expect(dora.locator(tid("daily-empty"))).to_have_text(
+        "No one has a ranked attempt at today's deal yet: be the first."
+    )
     await expect(dora.locator(tid("board-row"))).to_have_count(0)
     await expect(dora.locator(tid("daily-you"))).to_contain_text("not played")
     seed_line = dora.locator(tid("daily-seed-line"))
@@ -306,3 +308,28 @@ async def test_daily_at_phone_width_resumes_after_a_reload(
     await expect(phone.locator(tid("history-row"))).to_have_count(1)
     await no_sideways_scroll(phone)
     await phone.screenshot(path=str(SCREENSHOTS / "daily-phone.png"), full_page=True)
+
+
+async def test_a_past_day_s_board_shows_its_seed_once_due_without_a_reload(
+    pages: Pages, server: RunningServer, clock: ShiftedClock
+) -> None:
+    """The seed line of a day not yet revealed says when it will be, and the board asks
+    again at that time by itself (the page's clock is set to the server's)."""
+    page = await pages.open(f"/daily?variant={VARIANT}")
+    await enter_name(page, "Rhea")
+    commitment = daily_commitment(server.node.secret, DAY, VARIANT)
+    await expect(page.locator(tid("daily-commitment"))).to_have_text(commitment)
+    clock.skip(12 * 3600 + 10 * 60)  # 00:10 of the next day: the reveal is at 00:30
+    await page.clock.install(time=dt.datetime.fromtimestamp(clock(), dt.UTC))
+    await page.goto(f"{pages.base}/daily?variant={VARIANT}&date={DAY}")
+    line = page.locator(tid("daily-seed-line"))
+    await expect(line).to_contain_text(
+        f"revealed at {NEXT_DAY} 00:30 UTC, once no attempt of the day can still be running."
+    )
+    await expect(line).not_to_contain_text("any moment now")
+    await expect(page.locator(tid("daily-seed"))).to_have_count(0)
+    clock.skip(21 * 60)
+    await page.clock.fast_forward("21:00")
+    seed = daily_seed(server.node.secret, DAY, VARIANT)
+    await expect(page.locator(tid("daily-seed"))).to_have_text(str(seed))
+    await expect(page.locator(tid("daily-board-date"))).to_have_text(f"· {DAY}")
