@@ -363,10 +363,12 @@ class MovePath:
             await self.flush(held)
 
     async def resign(self, session: Session, req: Resign) -> None:
-        """Give up the game; the standing comes from the game, rebuilt from its log."""
+        """Give up the game; the standing comes from the game as its log has it (a game
+        kept here is checked against the log: the player may have played on through
+        another node, and a stale game's standing would overwrite theirs)."""
         node = self.node
         held, room, player_id = self.checked(session)
-        game = await self.game(held, room, player_id)
+        game = await self.game(held, room, player_id, check=True)
         game.resign()
         held.pending.pop(player_id, None)
         # The standing comes from the game (rebuilt from the log), not from the room: the

@@ -185,8 +185,11 @@ return swapped
 
 # KEYS: log, the room's set of logs; ARGV: rev, rev + 1, move, time to live in ms (0: none),
 # the move's time in the race (ms)
-# Returns -1 once the move is logged, else the log's length. Repeating the logged move at
-# its own number succeeds, so that a command retried after a lost reply is harmless.
+# Returns -1 once the move is logged, else the log's length. Repeating the log's last move
+# at its own number succeeds, so that a command retried after a lost reply is harmless; an
+# older move repeated is refused with the length, as any stale revision: the node that
+# sent it held a stale game (the player played on through another node), and an answer
+# of "logged" would let it report a standing the log has left behind.
 _APPEND_MOVE = """
 local n = redis.call('XLEN', KEYS[1])
 local rev = tonumber(ARGV[1])
@@ -199,7 +202,7 @@ if rev == n then
   end
   return -1
 end
-if rev < n then
+if rev == n - 1 then
   local entry = redis.call('XRANGE', KEYS[1], '0-' .. ARGV[2], '0-' .. ARGV[2])
   if entry[1] ~= nil and entry[1][2][2] == ARGV[3] then return -1 end
 end
@@ -231,7 +234,7 @@ for j = 2, #a, 5 do
       redis.call('PEXPIRE', logs, string.format('%d', ttl))
     end
     out[i] = -1
-  elseif rev < n then
+  elseif rev == n - 1 then
     local entry = redis.call('XRANGE', log, id, id)
     if entry[1] ~= nil and entry[1][2][2] == move then out[i] = -1 end
   end

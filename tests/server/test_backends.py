@@ -233,10 +233,15 @@ async def test_a_gap_or_a_rewrite_in_a_move_log_is_refused(backend: Backend, pee
 
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
 async def test_a_retried_append_of_the_logged_move_is_accepted(backend: Backend) -> None:
-    """Redis may run a command whose reply is lost; the retry must not look like a rewrite."""
+    """Redis may run a command whose reply is lost; the retry must not look like a rewrite.
+    A retry is of the log's last move (the node sends the next move only once this one is
+    confirmed): an older move again comes from a stale game, and is refused as stale."""
     await backend.append_move(CODE, 1, "alice", 0, "d")
     await backend.append_move(CODE, 1, "alice", 1, "w-f")
-    await backend.append_move(CODE, 1, "alice", 0, "d")
+    await backend.append_move(CODE, 1, "alice", 1, "w-f")
+    with pytest.raises(ProtocolError) as older:
+        await backend.append_move(CODE, 1, "alice", 0, "d")
+    assert older.value.code is ErrorCode.STALE_REVISION
     assert await backend.read_moves(CODE, 1, "alice") == ["d", "w-f"]
 
 
@@ -519,7 +524,8 @@ async def test_appends_sent_as_one_call_each_get_their_own_answer(
 ) -> None:
     """On one Redis the appends of a round trip go as one script call. Each keeps its
     own answer: logged, the same move again (a retry after a lost reply: logged), a
-    rewrite or a gap (stale), and two moves of one log in order."""
+    rewrite or a gap (stale), two moves of one log in order, and an older move again
+    (stale)."""
     from solrace.server.backends.redis import RedisBackend
 
     assert isinstance(backend, RedisBackend)
@@ -533,11 +539,14 @@ async def test_appends_sent_as_one_call_each_get_their_own_answer(
         backend.append_move(CODE, 1, "gap", 2, "d", 7),  # a gap
         backend.append_move(CODE, 1, "two", 0, "d", 8),
         backend.append_move(CODE, 1, "two", 1, "u", 9),  # after the one before it
+        # An older move again, not the log's last: a stale game's, refused as stale (an
+        # answer of "logged" would let its node report the stale game's standing).
+        backend.append_move(CODE, 1, "two", 0, "d", 10),
         return_exceptions=True,
     )
     assert backend.append_round_trips == before + 1
     assert results[0] is None and results[1] is None
-    for refused in (results[2], results[3]):
+    for refused in (results[2], results[3], results[6]):
         assert isinstance(refused, ProtocolError) and refused.code is ErrorCode.STALE_REVISION
     assert results[4] is None and results[5] is None
     # As another node reads them.

@@ -1,0 +1,62 @@
+"""A player's game kept by a node that the player has played past through another node.
+
+On a shared store each node keeps the games of the rooms it holds. A player connected
+through two nodes at once (a second tab that came through the load balancer elsewhere)
+may play on through one; the other's game is then stale. Neither an old move sent again
+through the stale node nor a resignation there may put the stale game's standing in the
+room's results: the log is the game.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import ServerFactory
+from e2e_support import RawClient
+
+DRAWS = 5
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+@pytest.mark.parametrize("first_move_again", [True, False])
+async def test_a_stale_game_on_another_node_never_overwrites_the_log_s_standing(
+    start_server: ServerFactory, first_move_again: bool
+) -> None:
+    first = await start_server()
+    second = await start_server()
+    tab = await RawClient.open(first.url, name="solo")
+    await tab.request(
+        {
+            "type": "create_room",
+            "variant": "canfield",
+            "countdown": 0,
+            "max_players": 1,
+            "winnable": False,
+        }
+    )
+    await tab.request({"type": "start"})
+    await tab.recv(lambda f: f.get("type") == "race_started")
+
+    other = await RawClient.open(second.url, token=tab.token)  # the same player, elsewhere
+    rev = 0
+    for _ in range(DRAWS):
+        ack = await other.request({"type": "move", "move": "d", "rev": rev})
+        assert ack["type"] == "ack", ack
+        rev = ack["rev"]
+    assert rev == DRAWS
+
+    # The first node's game is at revision 0: its first move again is refused as stale,
+    # not taken for a retry of a logged move (the refusal lets go of the stale game).
+    if first_move_again:
+        again = await tab.request({"type": "move", "move": "d", "rev": 0})
+        assert again["type"] == "error" and again["code"] == "stale_revision", again
+    # A resignation through the first node (its game still stale, without the move above)
+    # records the game as the log has it.
+    resigned = await tab.request({"type": "resign"})
+    assert resigned["type"] == "ok", resigned
+    over: dict[str, Any] = await tab.recv(lambda f: f.get("type") == "race_over")
+    (result,) = over["results"]
+    assert (result["status"], result["moves"]) == ("resigned", DRAWS), result
+    for client in (tab, other):
+        client.ws.transport.abort()
