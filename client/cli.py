@@ -197,11 +197,25 @@ def build_app(args: argparse.Namespace) -> RaceApp:
             raise _Refused(
                 "no_room: name the room to watch: solrace watch URL CODE, or the room's link"
             )
-        return RaceApp(url, mode="watch", name=args.name, token=_token(url), join=code, color=color)
+        return RaceApp(
+            url,
+            mode="watch",
+            name=args.name,
+            token=_token(url),
+            join=code,
+            color=color,
+            keep_guest=True,
+        )
     name = args.name or getpass.getuser()
     if args.command == "daily":
         return RaceApp(
-            url, mode="daily", name=name, token=_token(url), variant=args.variant, color=color
+            url,
+            mode="daily",
+            name=name,
+            token=_token(url),
+            variant=args.variant,
+            color=color,
+            keep_guest=True,
         )
     return RaceApp(
         url,
@@ -212,6 +226,7 @@ def build_app(args: argparse.Namespace) -> RaceApp:
         variant=args.variant,
         settings=_settings(args),
         color=color,
+        keep_guest=True,
     )
 
 
@@ -247,6 +262,7 @@ def _play(args: argparse.Namespace) -> int:
             variant=args.variant,
             settings=_settings(args),
             color=color,
+            keep_guest=True,
         )
     )
 
@@ -266,7 +282,15 @@ def _watch(args: argparse.Namespace) -> int:
         return _refused("watch", error)
     color = _color(args)
     return asyncio.run(
-        watch(url, code, StdConsole(color), name=args.name, token=_token(url), color=color)
+        watch(
+            url,
+            code,
+            StdConsole(color),
+            name=args.name,
+            token=_token(url),
+            color=color,
+            keep_guest=True,
+        )
     )
 
 
@@ -288,5 +312,6 @@ def _daily(args: argparse.Namespace) -> int:
             token=_token(url),
             variant=args.variant,
             color=color,
+            keep_guest=True,
         )
     )

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,11 +114,19 @@ class Client:
         account: str | None = None,
         password: str | None = None,
         bot: bool = False,
+        on_welcome: Callable[[Client], None] | None = None,
+        drop_unknown_token: bool = False,
     ) -> None:
         self.url = url
         self.name = name
         self.token = token
         self.bot = bot
+        self.on_welcome = on_welcome
+        """Called after each welcome (the first and every resume), the identity known."""
+        self.drop_unknown_token = drop_unknown_token
+        """Whether a token the server refuses (``bad_token``) is dropped for a new guest
+        named ``name``: a guest's token kept from an earlier run, on a server that has
+        forgotten it."""
         self.account: dict[str, Any] | None = None
         """The identity's account (``name``, ``created_ms``), or None for a guest."""
         self._login = (account, password) if account is not None else None
@@ -183,6 +191,14 @@ class Client:
             reply = self._decode(await ws.recv())
             if reply.get("type") == "error" and reply.get("id") == 0:
                 await ws.close()
+                if (
+                    reply.get("code") == "bad_token"
+                    and self.drop_unknown_token
+                    and self.token is not None
+                    and self.name
+                ):
+                    self.token = None
+                    return await self._open()
                 raise ServerError(reply)
             if reply.get("type") == "welcome":
                 break
@@ -204,6 +220,8 @@ class Client:
         self._login = None  # the password is not kept once the token is had
         self.server = reply.get("server")
         self._connected.set()
+        if self.on_welcome is not None:
+            self.on_welcome(self)
         return reply
 
     async def close(self) -> None:

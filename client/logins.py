@@ -16,13 +16,31 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["forget_login", "logins_path", "normal_url", "store_login", "stored_login"]
+__all__ = [
+    "forget_guest",
+    "forget_login",
+    "guests_path",
+    "logins_path",
+    "normal_url",
+    "store_guest",
+    "store_login",
+    "stored_guest",
+    "stored_login",
+]
 
 
 def logins_path() -> Path:
     """The file of kept logins."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "solrace" / "logins.json"
+
+
+def guests_path() -> Path:
+    """The file of guest tokens kept by ``solrace play``, ``daily`` and ``watch``: beside
+    the logins, mapping each server URL to ``{name: token}``, so that a guest whose client
+    died comes back as the same player (into the race it was in) by running the same
+    command again. A guest's token stands for nothing more than that guest."""
+    return logins_path().with_name("guests.json")
 
 
 def normal_url(url: str) -> str:
@@ -81,3 +99,35 @@ def forget_login(url: str) -> bool:
         return False
     _save(path, logins)
     return True
+
+
+MAX_GUESTS = 32
+"""Guest names kept a server; the oldest kept goes first."""
+
+
+def stored_guest(url: str, name: str) -> str | None:
+    """The token kept for the guest ``name`` on a server, or None."""
+    guests = _load(guests_path()).get(normal_url(url))
+    token = guests.get(name) if isinstance(guests, dict) else None
+    return token if isinstance(token, str) else None
+
+
+def store_guest(url: str, name: str, token: str) -> None:
+    """Keep a guest's token for a server (the guest's name as the server gave it)."""
+    path = guests_path()
+    everyone = _load(path)
+    key = normal_url(url)
+    guests = everyone.get(key)
+    guests = {k: v for k, v in guests.items() if k != name} if isinstance(guests, dict) else {}
+    guests[name] = token
+    everyone[key] = dict(list(guests.items())[-MAX_GUESTS:])
+    _save(path, everyone)
+
+
+def forget_guest(url: str, name: str) -> None:
+    """Forget a guest's token (the server no longer knows it)."""
+    path = guests_path()
+    everyone = _load(path)
+    guests = everyone.get(normal_url(url))
+    if isinstance(guests, dict) and guests.pop(name, None) is not None:
+        _save(path, everyone)

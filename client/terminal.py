@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from websockets.exceptions import WebSocketException
 
 from .connection import Client, ClientClosed, ServerError
+from .logins import store_guest, stored_guest
 from .urls import room_link, unreachable
 
 __all__ = [
@@ -207,6 +208,51 @@ def render_race(settings: dict[str, Any]) -> str:
     return "race: " + "; ".join(parts) if parts else ""
 
 
+def client_identity(
+    url: str, name: str | None, token: str | None, keep_guest: bool
+) -> dict[str, Any]:
+    """The Client options of a command-line client's identity: the login's token, or with
+    ``keep_guest`` the guest kept for this server and name (kept again at each welcome, and
+    dropped for a new guest if the server no longer knows it), so that running the same
+    command again after the client died comes back as the same player, into its race."""
+    if token is not None or not keep_guest or not name:
+        return {"token": token}
+
+    def keep(client: Client) -> None:
+        if client.account is None and client.token:
+            with contextlib.suppress(OSError):  # a read-only home plays on as a new guest
+                store_guest(url, name, client.token)
+
+    return {"token": stored_guest(url, name), "on_welcome": keep, "drop_unknown_token": True}
+
+
+async def leave_quietly(client: Client) -> None:
+    """Leave the room on quitting, so that the room (and the account, which may not be
+    deleted while in one) is not left holding a player who is gone for good; a client
+    that dies without quitting stays in, and comes back with the same command."""
+    if client.room is not None:
+        with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+            async with asyncio.timeout(client.request_timeout):
+                await client.leave()
+
+
+async def enter_room(
+    client: Client, join: str | None, variant: str, settings: dict[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """Join or create the room the command asks for; ``(room, back)``. A player that the
+    welcome put back in a room (a guest or a login coming back) stays there when the
+    command names no other room (``back``: the room is that snapshot); asked for another,
+    it leaves the old room first."""
+    current = client.room
+    if current is not None:
+        if not join or join.strip().upper() == current["code"]:
+            return current, True
+        await client.leave()
+    if join:
+        return await client.join(join), False
+    return await client.create_room(variant, **settings), False
+
+
 def status_word(status: str, finish: str | None = None) -> str:
     """A game's status in words. A game still being played when a first-to-finish race
     ended did not finish: it did not run out of the time limit."""
@@ -366,6 +412,25 @@ class _Session:
 
     def show_standings(self) -> None:
         self.console.write(render_standings(list(self.standings.values()), self.names))
+
+    def take_snapshot(self, room: dict[str, Any]) -> None:
+        """Come back into a room whose race is on (or just over): its standings, and this
+        player's board where the race is still being played."""
+        self.settings = room["settings"]
+        self.standings = {}
+        for player in room.get("players", []):
+            self.names.setdefault(player["player_id"], player.get("name", ""))
+            self.standings[player["player_id"]] = {
+                k: v for k, v in player.items() if k not in ("view", "name")
+            }
+        if room.get("state") != "racing":
+            self.console.write("you are back in the room; its race is over: 'rematch' or 'q'")
+            return
+        self.racing = True
+        self.console.write(f"back in race {room.get('race')}: your game goes on where it was")
+        self.show_standings()
+        if self.client.view is not None:
+            self.show_board()
 
     def on_race_started(self, event: dict[str, Any]) -> None:
         self.racing, self.done, self.ends_told = True, False, False
@@ -576,6 +641,7 @@ async def _run(session: _Session, *, interactive: bool) -> int:
                         with contextlib.suppress(ServerError):
                             await session.client.resign()
                             session.console.write("You resigned.")
+                    await leave_quietly(session.client)
                     break
             else:
                 await session.finished.wait()
@@ -602,16 +668,20 @@ async def play(
     settings: dict[str, Any] | None = None,
     color: bool = False,
     resume_timeout: float = 30.0,
+    keep_guest: bool = False,
 ) -> int:
     """Create (or join) a room and play in the terminal until the user quits (or the
-    server is gone ``resume_timeout`` seconds)."""
-    client = Client(url, name=name, token=token, resume_timeout=resume_timeout)
+    server is gone ``resume_timeout`` seconds). A player who comes back (``keep_guest``:
+    the same guest as before) into a race that is on plays on."""
+    client = Client(
+        url,
+        name=name,
+        resume_timeout=resume_timeout,
+        **client_identity(url, name, token, keep_guest),
+    )
     try:
         await client.connect()
-        if join:
-            room = await client.join(join)
-        else:
-            room = await client.create_room(variant, **(settings or {}))
+        room, back = await enter_room(client, join, variant, settings or {})
     except (ServerError, ClientClosed, OSError, WebSocketException) as error:
         console.write(
             unreachable(url, error) or f"could not {'join' if join else 'create'} the room: {error}"
@@ -621,14 +691,17 @@ async def play(
         return 1
     console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
     console.write(f"send friends the room's link: {room_link(url, room['code'])}")
-    console.write("type 'ready' when you are (the host may type 'start'); 'help' lists moves")
-    _british_canister(console, room["settings"]["variant"])
     session = _Session(client, console, color)
-    session.show_spectators(room["settings"])
-    if room.get("host") == client.player_id:
-        console.write(SPECTATORS_HELP)
-        console.write(FINISH_HELP)
     session.names = {m["player_id"]: m["name"] for m in room["members"]}
+    if back and room.get("state") in ("racing", "finished"):
+        session.take_snapshot(room)
+    else:
+        console.write("type 'ready' when you are (the host may type 'start'); 'help' lists moves")
+        _british_canister(console, room["settings"]["variant"])
+        session.show_spectators(room["settings"])
+        if room.get("host") == client.player_id:
+            console.write(SPECTATORS_HELP)
+            console.write(FINISH_HELP)
     return await _run(session, interactive=True)
 
 
@@ -736,9 +809,10 @@ async def daily(
     variant: str,
     token: str | None = None,
     color: bool = False,
+    keep_guest: bool = False,
 ) -> int:
     """Play today's daily deal of ``variant`` in the terminal, then show the leaderboard."""
-    client = Client(url, name=name, token=token)
+    client = Client(url, name=name, **client_identity(url, name, token, keep_guest))
     try:
         await client.connect()
         room = await client.daily(variant)
@@ -801,9 +875,10 @@ async def watch(
     name: str = "spectator",
     token: str | None = None,
     color: bool = False,
+    keep_guest: bool = False,
 ) -> int:
     """Watch a room as a spectator until its race is over."""
-    client = Client(url, name=name, token=token)
+    client = Client(url, name=name, **client_identity(url, name, token, keep_guest))
     try:
         await client.connect()
         room = await client.join(code, role="spectator")

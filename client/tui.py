@@ -33,7 +33,10 @@ from .terminal import (
     SPECTATORS_HELP,
     STUCK_OVER,
     _standing_order,
+    client_identity,
     daily_board,
+    enter_room,
+    leave_quietly,
     ordinal,
     refusal,
     render_attempt,
@@ -284,6 +287,7 @@ class RaceApp(App[int]):
         color: bool = True,
         resume_timeout: float = 30.0,
         request_timeout: float = 30.0,
+        keep_guest: bool = False,
     ) -> None:
         super().__init__()
         self.url = url
@@ -296,9 +300,9 @@ class RaceApp(App[int]):
         self.client = Client(
             url,
             name=name,
-            token=token,
             resume_timeout=resume_timeout,
             request_timeout=request_timeout,
+            **client_identity(url, name, token, keep_guest),
         )
         self.code: str | None = None
         self.link: str | None = None
@@ -391,10 +395,10 @@ class RaceApp(App[int]):
                 room = await self.client.join(self.join, role="spectator")
             elif self.mode == "daily":
                 room = await self.client.daily(self.variant)
-            elif self.join:
-                room = await self.client.join(self.join)
             else:
-                room = await self.client.create_room(self.variant, **self.create_settings)
+                room, _ = await enter_room(
+                    self.client, self.join, self.variant, self.create_settings
+                )
         except (ServerError, OSError, WebSocketException, TimeoutError, ClientClosed) as error:
             await self._finish(1, *self._could_not(error))
             return
@@ -943,6 +947,7 @@ class RaceApp(App[int]):
                         async with asyncio.timeout(self.client.request_timeout):
                             await self._over.wait()
                     await self._fetch_leaderboard()
+        await leave_quietly(self.client)
         await self._finish(0, *lines, *self._kept())
 
     def _kept(self) -> list[str]:

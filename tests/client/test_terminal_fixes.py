@@ -175,3 +175,60 @@ def test_the_full_screen_client_draws_withheld_cards_face_down() -> None:
     rows = lines[lines.index("Tableau") + 2 :]
     assert rows[0].split() == ["9♣", "▒▒", "2♦", "··"]
     assert rows[1].split() == ["▒▒"]
+
+
+async def test_a_guest_whose_terminal_died_comes_back_into_its_race(
+    server: RunningServer,
+    make_client: ClientFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The command line keeps a guest's token for the server and name: the same command
+    run again after the client died is the same player, back in the race it was in (the
+    room would take no new player while it races)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    host = await make_client("Host")
+    room = await host.create_room("canfield", countdown=0, winnable=False)
+    code = room["code"]
+    console = ScriptedConsole()
+    first = asyncio.ensure_future(
+        play(server.url, console, name="Quinn", join=code, keep_guest=True)
+    )
+    await console.shows(r"^room \w+ \(canfield\); you are Quinn")
+    await host.start()
+    await console.shows(r"^race 1 started")
+    console.type("d")
+    await console.shows(r"^played d")
+    first.cancel()  # the terminal is closed: no leave, the room keeps the player away
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert (tmp_path / "solrace" / "guests.json").stat().st_mode & 0o777 == 0o600
+
+    again = ScriptedConsole()
+    task = asyncio.ensure_future(play(server.url, again, name="Quinn", join=code, keep_guest=True))
+    await again.shows(r"^back in race 1: your game goes on where it was")
+    await again.shows(r"moves\s+1\s+playing")  # its standing: the move before is kept
+    again.type("d")
+    await again.shows(r"^played d")
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            event = await host.next_event("progress", timeout=TIMEOUT)
+            if any(p["moves"] == 2 for p in event["players"]):
+                break
+    again.type("q")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    # Quitting (not dying) resigns the game that goes on and leaves the room for good.
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            event = await host.next_event("members", timeout=TIMEOUT)
+            if all(m["name"] != "Quinn" for m in event["members"]):
+                break
+
+    # A server that no longer knows the kept token: a new guest of the same name, at once.
+    guests = tmp_path / "solrace" / "guests.json"
+    guests.write_text(guests.read_text().replace('"Quinn": "', '"Quinn": "x'))
+    other = ScriptedConsole()
+    task = asyncio.ensure_future(play(server.url, other, name="Quinn", keep_guest=True))
+    await other.shows(r"^room \w+ \(canfield\); you are Quinn")
+    other.type("q")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
