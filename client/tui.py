@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Literal
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -140,11 +141,15 @@ def _foundation_rule(view: dict[str, Any]) -> str:
     return f"from {RANKS.get(base, base)} up to King, by suit"
 
 
-def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> Text:
+def board_text(
+    view: dict[str, Any], *, color: bool = True, title: str = "", compact: bool = False
+) -> Text:
     """A board (a player's masked view) drawn as it lies: foundations, then the reserve,
     stock and waste where the game has them, then the tableau in columns; every pile
     labelled with its name in the move notation. A card a spectator's board withholds
-    (None in a running ``delayed`` race) is drawn face down."""
+    (None in a running ``delayed`` race) is drawn face down. ``compact`` (a short
+    terminal) leaves out the blank lines, the foundations' rule and long notes."""
+    gap = "\n" if compact else "\n\n"
     text = Text()
     if title:
         text.append(f"{title}\n", style="bold reverse")
@@ -152,13 +157,13 @@ def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> 
     text.append(f"{view['variant']}", style="bold")
     text.append(f"   banked {view['banked']}/52   moves {view['moves']}   ")
     text.append(status_word(status), style="bold" if status != "playing" else "")
-    text.append("\n\n")
+    text.append(gap)
     text.append("Foundations ", style="bold")
     for i, pile in enumerate(view["foundations"]):
         text.append(f" f{i + 1} ", style="dim")
         text.append_text(_card(pile["top"], color, face_down=pile["count"] > 0))
         text.append(" ")
-    text.append(f"\n             {_foundation_rule(view)}\n", style="dim")
+    text.append("\n" if compact else f"\n             {_foundation_rule(view)}\n", style="dim")
     if "reserve" in view:
         reserve, stock, waste = view["reserve"], view["stock"], view["waste"]
         text.append("Reserve r   ", style="bold")
@@ -182,10 +187,12 @@ def board_text(view: dict[str, Any], *, color: bool = True, title: str = "") -> 
             text.append_text(_card(card, color, top=last, face_down=True))
         count = waste["count"]
         note = f"{count} in all, the last one shown plays" if count else "empty"
+        if compact:
+            note = f"{count}, the last plays" if count else "empty"
         text.append(f"   {note}\n", style="dim")
-    text.append("\n")
     piles = view["tableau"]
-    text.append("Tableau\n", style="bold")
+    if not compact:
+        text.append("\nTableau\n", style="bold")
     for i in range(len(piles)):
         text.append(f"{'t' + str(i + 1):>4} ", style="dim")
     text.append("\n")
@@ -266,7 +273,14 @@ class RaceApp(App[int]):
     #status { height: auto; padding: 0 1; color: $warning; text-style: bold; }
     #log { height: 8; border-top: solid $primary; padding: 0 1; }
     #prompt { margin: 0 0; }
+    .compact #log { height: 4; }
+    .compact #prompt { border: none; height: 1; padding: 0 1; }
+    .compact #clock, .compact #standings, .compact #room { margin-bottom: 0; }
     """
+    COMPACT_BELOW = 34
+    """Terminal rows under which the screen is drawn compact (80 x 24 is the default
+    size of most terminals): a shorter log, a prompt of one line, boards without blank
+    lines, so that the tableau shows."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "show_help", "help"),
         Binding("f2", "toggle_moves", "legal moves (or ?)"),
@@ -358,7 +372,15 @@ class RaceApp(App[int]):
             return "q quits; help explains"
         return "type a move (t1-t3, w-f, d) or its number, ? for the legal moves, help, q"
 
+    def on_resize(self, event: events.Resize) -> None:
+        compact = event.size.height < self.COMPACT_BELOW
+        if compact != self.has_class("compact"):
+            self.set_class(compact, "compact")
+            if self._ui_ready:
+                self._draw()
+
     def on_mount(self) -> None:
+        self.set_class(self.size.height < self.COMPACT_BELOW, "compact")
         self._ui_ready = True
         self.query_one("#prompt", Input).focus()
         self._draw()
@@ -761,7 +783,7 @@ class RaceApp(App[int]):
             if view is None:
                 _show(board, Text("The board is dealt when the race starts.", style="dim"))
             else:
-                _show(board, board_text(view, color=self.color))
+                _show(board, board_text(view, color=self.color, compact=self.has_class("compact")))
             return
         if self.boards:
             _show(board, Text(f"Boards{self.board_note}", style="bold"))
@@ -778,7 +800,10 @@ class RaceApp(App[int]):
                 self.board_widgets.pop(player_id).remove()
         for player_id, view in self.boards.items():
             text = board_text(
-                view, color=self.color, title=f" {self.names.get(player_id, player_id)} "
+                view,
+                color=self.color,
+                title=f" {self.names.get(player_id, player_id)} ",
+                compact=self.has_class("compact"),
             )
             widget = self.board_widgets.get(player_id)
             if widget is None:

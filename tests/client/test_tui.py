@@ -17,12 +17,13 @@ import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
 from daily_support import AT_ONCE, account
 from textual import events
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Input, RichLog, Static
 
 from solrace.cli import build_parser, main
 from solrace.client.cli import build_app, full_screen
-from solrace.client.tui import DAILY_HELP, STUCK_UNDO, RaceApp
+from solrace.client.tui import DAILY_HELP, STUCK_UNDO, RaceApp, board_text
 from solrace.client.urls import BadServerUrl, parse_server_url, room_link, why_unreachable
 from solrace.engine import parse_move
 
@@ -206,6 +207,31 @@ async def test_legal_moves_on_request_and_by_number(server: RunningServer) -> No
     # may come meanwhile, and are kept).
     assert app.farewell[0] == "You resigned.", app.farewell
     assert all(line.startswith("results of race 1") for line in app.farewell[1:]), app.farewell
+
+
+async def test_the_whole_board_shows_in_a_terminal_of_80_by_24(server: RunningServer) -> None:
+    """The default size of most terminals: the tableau shows without scrolling (the
+    screen is drawn compact below 34 rows), and wider again when the terminal grows."""
+    app = RaceApp(server.url, name="small", settings={"countdown": 0}, request_timeout=TIMEOUT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await shows(pilot, "#title", r"room \w{8}")
+        assert app.has_class("compact")
+        await type_line(pilot, "start")
+        await until(pilot, lambda: app.client.view is not None, "the deal")
+        await shows(pilot, "#board", r" t1 +t2 +t3 +t4")
+        await pilot.pause()
+        boards = app.query_one("#boards", VerticalScroll)
+        board = app.query_one("#board", Static)
+        lines = len(board_text(app.client.view or {}, compact=True).plain.splitlines())
+        assert board.region.height >= lines, (board.region, lines)
+        assert boards.max_scroll_y == 0, "the board needs scrolling"
+        assert boards.region.bottom <= 24 and board.region.bottom <= boards.region.bottom
+        await pilot.resize_terminal(160, 60)
+        await pilot.pause()
+        assert not app.has_class("compact")
+        await shows(pilot, "#board", r"^Tableau$")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
 
 
 async def test_stuck_where_undo_is_allowed_says_undo_or_resign(
