@@ -78,10 +78,14 @@ def utc_date(now_ms: int) -> str:
 
 def parse_date(text: str) -> str:
     """A date given as YYYY-MM-DD, checked; raise ProtocolError(BAD_FIELD) otherwise."""
+    # fromisoformat alone also reads "20261205" and "2026-W49-6" as dates.
     try:
-        return dt.date.fromisoformat(text).isoformat()
+        day = dt.date.fromisoformat(text)
+        if day.isoformat() != text:
+            raise ValueError(text)
     except (TypeError, ValueError):
         raise ProtocolError(ErrorCode.BAD_FIELD, f"not a date (YYYY-MM-DD): {text!r}") from None
+    return text
 
 
 def parse_board(text: str) -> str:

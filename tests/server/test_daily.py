@@ -476,3 +476,14 @@ async def test_a_daily_deal_dealt_uncertified_has_a_move_at_its_start(
         await una.daily(variant)
         assert una.view is not None and una.view["status"] == "playing"
         assert await server.node.deals.daily(date, variant) == deal  # kept, as chosen
+
+
+@pytest.mark.parametrize("text", ["20261205", "2026-W49-6", "2026-339", " 2026-12-05", "2026-12-5"])
+def test_a_date_not_written_yyyy_mm_dd_is_a_bad_field(text: str) -> None:
+    from solrace.protocol import ErrorCode, ProtocolError
+    from solrace.server.daily import parse_date
+
+    with pytest.raises(ProtocolError) as refused:
+        parse_date(text)
+    assert refused.value.code is ErrorCode.BAD_FIELD
+    assert parse_date("2026-12-05") == "2026-12-05"
