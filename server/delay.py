@@ -13,17 +13,33 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MAX_WAITING", "DelayedBoards", "face_up", "masked"]
+__all__ = ["MAX_WAITING", "DelayedBoards", "face_up", "foundation_cards", "masked"]
 
 MAX_WAITING = 120
 """About the most boards of one player a room holds back at once, whatever the delay."""
 
 
+_RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
+
+
+def foundation_cards(foundation: dict[str, Any]) -> list[str]:
+    """Every card a foundation holds, as its top and count tell them: each game's
+    foundations build up in suit (wrapping from King to Ace in Rainbow Canfield), so the
+    cards under the top are the ranks below it, one a card."""
+    top = foundation["top"]
+    if top is None:
+        return []
+    rank, suit = _RANKS.index(top[:-1]), top[-1]
+    return [_RANKS[(rank - i) % 13] + suit for i in range(min(foundation["count"], 13))]
+
+
 def face_up(board: dict[str, Any]) -> set[str]:
-    """The cards a board shows face up: the tableau's, the foundations' and the reserve's
-    tops, and the waste's visible cards."""
+    """The cards a board shows, or tells: the tableau's, every card of the foundations
+    (a card buried under a foundation's top is known by the top and the count), the
+    reserve's top, and the waste's visible cards."""
     cards = {name for pile in board["tableau"] for name in pile if name is not None}
-    cards.update(f["top"] for f in board["foundations"] if f["top"] is not None)
+    for foundation in board["foundations"]:
+        cards.update(foundation_cards(foundation))
     reserve = board.get("reserve")
     if reserve is not None and reserve["top"] is not None:
         cards.add(reserve["top"])
@@ -39,7 +55,7 @@ def masked(board: dict[str, Any], known: set[str]) -> dict[str, Any]:
     out = dict(board)
     out["tableau"] = [[n if n in known else None for n in pile] for pile in board["tableau"]]
     out["foundations"] = [
-        f if f["top"] is None or f["top"] in known else {**f, "top": None}
+        f if known.issuperset(foundation_cards(f)) else {**f, "top": None}
         for f in board["foundations"]
     ]
     reserve = board.get("reserve")

@@ -153,3 +153,21 @@ def test_a_hidden_card_is_not_shown_where_it_lies() -> None:
     # Once the racer behind has had it face up too, the board shows whole.
     delayed.hear("behind", played, 1)
     assert delayed.hidden_from(["ahead", "behind"], {"ahead": played})["ahead"] == played
+
+
+def test_a_card_buried_under_a_foundation_s_top_counts_as_shown() -> None:
+    """A foundation's top and count tell every card under the top: a player ahead who
+    drew a card and banked it under a card of the deal shows the racer behind their own
+    first stock card, though no top shows it (Rainbow Canfield, seed 64: 3D drawn, banked
+    on the lead 3C's foundation of diamonds, then 4D from the tableau on it)."""
+    deal = spectator_view(new_game("rainbow-canfield", 64))
+    ahead = new_game("rainbow-canfield", 64)
+    for move in ("d", "w-f", "t1-f"):
+        ahead.apply(parse_move(move))
+    board = spectator_view(ahead)
+    assert {"top": "4D", "count": 2} in board["foundations"]
+    assert "3D" in face_up(board) and "3D" not in face_up(deal)
+    delayed = DelayedBoards(1, DELAY, 250, deal)
+    delayed.hear("ahead", board, 0)
+    shown = delayed.hidden_from(["ahead", "behind"], delayed.due(DELAY))["ahead"]
+    assert shown == deal, "the board that tells 3D waits until the racer behind has had it"
