@@ -541,8 +541,16 @@ class _Session:
             self.show_boards(event["boards"], f" ({event['delay']} s ago)")
         elif kind == "race_over":
             self.racing = False
+            final = {r["player_id"]: r["status"] for r in event["results"]}
+            for player_id, status in final.items():
+                if player_id in self.standings:
+                    self.standings[player_id]["status"] = status
             if "boards" in event:
-                self.show_boards(event["boards"], " (final)")
+                boards = {
+                    p: {**b, "status": final[p]} if p in final else b
+                    for p, b in event["boards"].items()
+                }
+                self.show_boards(boards, " (final)")
             self.console.write(render_results(event, self.settings.get("finish")))
             if not event.get("daily"):
                 self.console.write(f"replay: {replay_url(self.client.url, event)}")

@@ -695,9 +695,21 @@ class RaceApp(App[int]):
     def _race_over(self, event: dict[str, Any]) -> None:
         self.state = "finished"
         self._over.set()
+        final = {r["player_id"]: r for r in event["results"]}
         if "boards" in event:
-            self.boards.update(event["boards"])
+            # A board's status is its game's; a resignation or the clock is the results'.
+            self.boards.update(
+                {
+                    p: {**b, "status": final[p]["status"]} if p in final else b
+                    for p, b in event["boards"].items()
+                }
+            )
             self.board_note = " (final)"
+        for player_id, result in final.items():  # the standings end as the results say
+            standing = self.standings.setdefault(player_id, {"player_id": player_id})
+            for key in ("status", "banked", "moves"):
+                standing[key] = result[key]
+            standing.setdefault("elapsed_ms", result.get("time_ms", 0))
         self.results = render_results(event, self.settings.get("finish"))
         me = next((r for r in event["results"] if r["player_id"] == self.client.player_id), None)
         if me is not None:

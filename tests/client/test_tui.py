@@ -370,6 +370,13 @@ async def test_watch_shows_the_boards_and_stays_for_a_rematch(
         await host.resign()
         await shows(pilot, "#results", r"results of race 1 \(canfield, seed \d+\)")
         await shows(pilot, "log", r"Waiting for the room's next race")
+        # The standings and the final board end as the results say, not "playing".
+        await shows(pilot, "#standings", r"host .* 1 moves  resigned")
+        await until(
+            pilot,
+            lambda: "resigned" in str(app.board_widgets[host.player_id].content),
+            "the final board's status",
+        )
         # The race is over and the watcher stays: the host asks for a rematch and starts.
         await host.rematch()
         await shows(pilot, "log", r"Back in the lobby")
@@ -385,6 +392,29 @@ async def test_watch_shows_the_boards_and_stays_for_a_rematch(
         )
         await host.resign()
         await shows(pilot, "#results", r"results of race 2 ")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+async def test_the_standings_end_as_the_results_say(
+    server: RunningServer, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A game still being played when the race ends (here a first-to-finish race) is not
+    left "playing" in the standings once the results are in."""
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    settings = {"countdown": 0, "finish": "first", "finish_grace": 1, "winnable": False}
+    app = RaceApp(server.url, name="slow", settings=settings, request_timeout=TIMEOUT)
+    async with app.run_test(size=SIZE) as pilot:
+        title = await shows(pilot, "#title", r"room (\w{8})")
+        quick = await make_client("quick")
+        await quick.join(title[1])
+        await type_line(pilot, "start")
+        await quick.next_event("race_started", timeout=TIMEOUT)
+        for move in line:
+            await quick.move(move)
+        await shows(pilot, "#results", r"slow +not finished")
+        await shows(pilot, "#standings", r"slow \(you\) .* 0 moves  not finished")
         await type_line(pilot, "q")
         assert await exits(pilot) == 0
 
