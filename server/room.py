@@ -470,8 +470,17 @@ def join(
         raise _fail(ErrorCode.ALREADY_IN_ROOM, "you are already in this room in another role")
     if role is Role.PLAYER:
         if room.state not in (RoomState.LOBBY, RoomState.FINISHED):
-            raise _fail(
-                ErrorCode.WRONG_STATE, "a race is on: join as a spectator, or wait for the rematch"
+            # The reason says whether watching meanwhile is open to the newcomer.
+            if room.settings.daily is not None or room.settings.spectators is SpectatorMode.OFF:
+                raise ProtocolError(
+                    ErrorCode.WRONG_STATE,
+                    "a race is on and this room takes no spectators: join between races",
+                    reason="racing_no_spectators",
+                )
+            raise ProtocolError(
+                ErrorCode.WRONG_STATE,
+                "a race is on: join as a spectator, or wait for the rematch",
+                reason="racing",
             )
         if len(room.player_ids()) >= room.settings.max_players:
             raise _fail(ErrorCode.ROOM_FULL, f"the room has {room.settings.max_players} players")

@@ -763,7 +763,7 @@ async function joinRoom(code, role) {
     await request("join_room", { code, role });
   } catch (error) {
     setUrl("/");
-    if (error.code === "wrong_state" && role === "player") {
+    if (error.code === "wrong_state" && role === "player" && error.reason !== "racing_no_spectators") {
       prefillJoin({ code, role: "spectator" });
       state.offer = { code };
       render();

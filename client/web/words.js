@@ -280,7 +280,10 @@ const ERRORS = {
   not_in_room: () => "You are no longer in that room.",
   not_host: () => "Only the room's host may do that.",
   not_a_player: () => "Only the race's players may do that: you are watching.",
-  wrong_state: (c) => {
+  wrong_state: (c, error) => {
+    if (c.during === "join" && error?.reason === "racing_no_spectators") {
+      return `The race in ${c.room ? `room ${c.room}` : "that room"} has started, and the room takes no spectators: join it between races.`;
+    }
     if (c.during === "join") return `The race in ${c.room ? `room ${c.room}` : "that room"} has started: players join between races.`;
     if (c.during === "settings") return "The room's settings change only between races.";
     if (c.during === "rematch") return "The race is not over yet.";

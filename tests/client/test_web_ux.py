@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import test_web
-from conftest import PLAIN_DEALS, TIMEOUT, RunningServer, ServerFactory
+from conftest import PLAIN_DEALS, TIMEOUT, ClientFactory, RunningServer, ServerFactory
 from playwright.async_api import Browser, Page, expect
 from test_web import (
     PHONE,
@@ -832,3 +832,20 @@ async def test_every_screen_passes_an_accessibility_audit(
     await page.goto(f"{pages.base}/r/{code}")
     await expect(page.locator(tid("watch-offer"))).to_be_visible()
     await audit(page, "watch offer", axe)
+
+
+async def test_a_racing_room_that_takes_no_spectators_offers_no_watching(
+    pages: Pages, make_client: ClientFactory
+) -> None:
+    host = await make_client("Host")
+    room = await host.create_room("canfield", countdown=0, spectators="off", winnable=False)
+    code = room["code"]
+    await host.start()
+    await host.next_event("race_started", timeout=TIMEOUT)
+    bob = await pages.open(f"/r/{code}", viewport=WINDOW)
+    await enter_name(bob, "Bob")
+    await expect(bob.locator(tid("error"))).to_contain_text(
+        f"The race in room {code} has started, and the room takes no spectators"
+    )
+    await expect(bob.locator(tid("watch-offer"))).to_be_hidden()
+    await expect(bob.locator(tid("join-spectator"))).not_to_be_checked()
