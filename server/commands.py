@@ -27,6 +27,7 @@ from ..protocol import (
     Sync,
 )
 from . import room as rooms
+from .daily import address_counted
 from .deal_pool import CERTIFIABLE, playable_seed
 from .ghosts import GhostRun
 from .moves import replayed
@@ -283,7 +284,8 @@ class RoomCommands:
             run = await node.ghosts.find(room.settings.ghost, None)
             return run.seed, None, run.ghost
         if room.settings.winnable:
-            seed, par = await node.deals.take(room.settings.variant)
+            asker = session.address if address_counted(session.address) else None
+            seed, par = await node.deals.take(room.settings.variant, asker)
             return seed, par, None
         return playable_seed(room.settings.variant), None, None
 

@@ -224,6 +224,7 @@ class DealPool:
         self._now = _Workers(1, _now_worker_start)  # someone waits for it
         self._filling: dict[str, asyncio.Task[None]] = {}
         self._daily_locks: dict[tuple[str, str, bool], asyncio.Lock] = {}
+        self._asking: set[str | None] = set()  # addresses waiting for a deal certified now
         self._days: asyncio.Task[None] | None = None
 
     async def _run(self, func: Callable[..., T], *args: Any, now: bool = False) -> T:
@@ -330,19 +331,36 @@ class DealPool:
         except Exception:  # a store or worker failure: the next race that asks tries again
             log.warning("deal_pool_fill_failed", variant=variant, exc_info=True)
 
-    async def take(self, variant: str) -> tuple[int, int]:
+    async def take(self, variant: str, asker: str | None = None) -> tuple[int, int]:
         """A certified deal of ``variant`` for a race, ``(seed, par)``: from the pool, else
         certified now (the race waits); raise ProtocolError(UNAVAILABLE) if none is found.
         Its winning line is kept with the races (``race_retention_days``), for the
-        race's replay once it is over."""
+        race's replay once it is over.
+
+        The worker for deals someone waits for serves them first come, first served: a
+        client ``asker`` (an address) that waits for one already is refused another until
+        it is served, so that one address's rooms, each asking at once while the pool is
+        empty, cannot queue a minute of solver work ahead of everyone else's race."""
         backend = self.node.backend
         found = await backend.take_certified(variant)
         self.warm(variant)
         if found is None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(WAIT_S):
-                    while found is None:
-                        found = await self._certify(variant, now=True)
+            if asker is not None and asker in self._asking:
+                raise ProtocolError(
+                    ErrorCode.UNAVAILABLE,
+                    "a winnable deal is being found for another race from your network: "
+                    "try again in a moment",
+                    retry_after=5.0,
+                )
+            if asker is not None:
+                self._asking.add(asker)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WAIT_S):
+                        while found is None:
+                            found = await self._certify(variant, now=True)
+            finally:
+                self._asking.discard(asker)
         if found is None:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "no winnable deal could be certified now; try again"

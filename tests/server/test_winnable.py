@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TIMEOUT, RunningServer, ServerFactory
+from e2e_support import RawClient
 from test_backends import open_backend
 
 from solrace.client import Client, ServerError
@@ -290,3 +291,37 @@ def test_solver_workers_take_only_idle_cpu_and_go_with_their_node(tmp_path: Path
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, "the solver worker outlived its node"
+
+
+async def test_one_address_waits_for_one_deal_certified_now_at_a_time(
+    start_server: ServerFactory,
+) -> None:
+    """With the pool empty, a second race from the same address while its first waits for
+    a deal is refused at once (try again), instead of queueing solver work ahead of other
+    people's races; another address, and the same one once served, are not."""
+    server = await start_server(
+        winnable_default=True,
+        deal_pool_size=0,
+        solver_budget_s=1.0,
+        trusted_proxies=("127.0.0.1",),
+    )
+    here = {"X-Real-IP": "198.51.100.7"}
+    first = await RawClient.open(server.url, name="one", headers=here)
+    second = await RawClient.open(server.url, name="two", headers=here)
+    elsewhere = await RawClient.open(server.url, name="three", headers={"X-Real-IP": "203.0.113.9"})
+    for raw in (first, second, elsewhere):
+        made = await raw.request(
+            {"type": "create_room", "variant": "rainbow-canfield", "countdown": 0, "max_players": 1}
+        )
+        assert made["type"] == "room", made
+    waiting = asyncio.ensure_future(first.request({"type": "start"}))
+    other = asyncio.ensure_future(elsewhere.request({"type": "start"}))
+    await asyncio.sleep(0.2)  # the first is waiting for its deal
+    assert not waiting.done()
+    refused = await second.request({"type": "start"})
+    assert refused["type"] == "error" and refused["code"] == "unavailable", refused
+    assert "another race from your network" in refused["message"]
+    assert (await waiting)["type"] == "ok"
+    assert (await other)["type"] == "ok"  # another address was not refused
+    again = await second.request({"type": "start"})
+    assert again["type"] == "ok", again
