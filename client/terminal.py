@@ -789,7 +789,7 @@ def _verdict(board: dict[str, Any]) -> str | None:
         return f"your attempt 1 is kept, not ranked: {UNRANKED[first['unranked']]}"
     if first.get("ranked") and first.get("flag") and not first.get("kept"):
         why = (
-            "another account at your address started this deal first"
+            "another account at your address played this deal too, before or during yours"
             if str(first["flag"]).startswith("address:")
             else "its pace"
         )

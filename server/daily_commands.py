@@ -161,6 +161,29 @@ class DailyCommands:
             bot=session.bot,
         )
 
+    async def _overlapped(self, date: str, variant: str, others: list[str]) -> None:
+        """Flag for review the attempts still running of the accounts that started this
+        deal before from the same address: one started now may be a scout that shows the
+        deal to the one that started first and waits (only a later start was flagged)."""
+        backend = self.node.backend
+        for other in others:
+            code = await backend.player_room(other)
+            room = None if code is None else await backend.load_room(code)
+            if (
+                room is None
+                or room.settings.daily != date
+                or room.settings.variant != variant
+                or room.state not in (RoomState.COUNTDOWN, RoomState.RACING)
+                or other not in room.members
+            ):
+                continue
+            verdict = await backend.daily_verdict(date, variant, other)
+            if verdict is not None and any(verdict):
+                continue  # not ranked anyway, or flagged already
+            flag = "address: another account started this deal from the same address while it ran"
+            await backend.keep_daily_verdict(date, variant, other, None, flag)
+            log.info("daily_address_rule", date=date, variant=variant, flag=flag, player=other)
+
     async def _judge(
         self, session: Session, date: str, variant: str, player_id: str, *, may_rank: bool
     ) -> None:
@@ -181,6 +204,7 @@ class DailyCommands:
         counted, others = await node.backend.note_daily_start(
             date, variant, player_id, tag, ranked=may_rank
         )
+        await self._overlapped(date, variant, others)
         if not may_rank:
             return
         unranked, flag = address_verdict(ranked=counted, others=len(others), cap=cap)

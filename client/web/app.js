@@ -1774,7 +1774,7 @@ function outcomeText(outcome) {
   }
   if (outcome.ranked && outcome.held) {
     const why = String(outcome.flag || "").startsWith("address:")
-      ? "another account on your network (your address) started today's deal before you"
+      ? "another account on your network (your address) played today's deal too, before or during your attempt"
       : "it was played faster than people play";
     return [head, [`Ranked once reviewed: ${why}, so an operator looks at it before it takes its place on the board. It is kept in your history.`]];
   }

@@ -470,6 +470,13 @@ class Backend(ABC):
         (:func:`..daily.address_verdict`), for :meth:`save_daily_entry` to apply."""
 
     @abstractmethod
+    async def daily_verdict(
+        self, date: str, variant: str, player_id: str
+    ) -> tuple[str | None, str | None] | None:
+        """The verdict kept for the player's first attempt at a day's deal, ``(unranked,
+        flag)``, or None if none was."""
+
+    @abstractmethod
     async def save_daily_entry(self, entry: Entry) -> Entry:
         """Keep a finished attempt, with the verdict kept for it when it started
         (:func:`..daily.judged`); a ranked one joins its board of the day and of all time,

@@ -1049,6 +1049,17 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             (date, variant, player_id, unranked, flag),
         )
 
+    async def daily_verdict(
+        self, date: str, variant: str, player_id: str
+    ) -> tuple[str | None, str | None] | None:
+        """The row of the day's verdicts, if any."""
+        row = self.db.execute(
+            "SELECT unranked, flag FROM daily_verdicts "
+            "WHERE date = ? AND variant = ? AND player_id = ?",
+            (date, variant, player_id),
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
     async def save_daily_entry(self, entry: Entry) -> Entry:
         """Insert the attempt (a repeat of the same attempt changes nothing)."""
         if entry.ranked:

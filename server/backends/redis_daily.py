@@ -102,6 +102,17 @@ class RedisDailyMixin:
                 self._day(date, variant, "verdicts"), player_id, json.dumps([unranked, flag])
             )
 
+    async def daily_verdict(
+        self, date: str, variant: str, player_id: str
+    ) -> tuple[str | None, str | None] | None:
+        """HGET in the day's verdicts."""
+        with self._guard():
+            raw = await self._redis.hget(self._day(date, variant, "verdicts"), player_id)
+        if raw is None:
+            return None
+        unranked, flag = json.loads(raw)
+        return unranked, flag
+
     async def save_daily_entry(self, entry: Entry) -> Entry:
         """Every attempt goes to the day's and the player's hashes; a ranked one also to its
         board's sorted sets of the day and of the variant, or, flagged, into review."""

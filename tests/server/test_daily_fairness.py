@@ -249,6 +249,42 @@ async def test_accounts_at_one_address_rank_a_few_attempts_and_scouts_are_flagge
     assert {e.name: e.unranked for e in kept}["fourth"] == "address_limit"
 
 
+async def test_an_attempt_that_waits_while_a_scout_plays_from_its_address_is_flagged(
+    start_server: ServerFactory,
+) -> None:
+    """The other order: the main account starts first and waits; a scout account at the
+    same address starts the deal, draws the whole stock and resigns; then the main one
+    plays. Only a later start was flagged: now the attempt that ran while the scout's
+    started is held for review too."""
+    clock = Clock(NOON)
+    server = await start_server(clock=clock, trusted_proxies=PROXIED, **AT_ONCE)
+    main = await _claimed(server.url, "main", HOME)
+    started = await main.request({"type": "daily", "variant": VARIANT})
+    assert started["type"] == "room", started
+    scout = await _play(await _claimed(server.url, "scout", HOME), clock)
+    assert scout["flag"] is not None and scout["flag"].startswith("address:"), scout
+    rev = started["room"]["you"]["rev"]
+    for _ in range(2):
+        clock.now += 1.0
+        ack = await main.request({"type": "move", "move": "d", "rev": rev})
+        assert ack["type"] == "ack", ack
+        rev = ack["rev"]
+    assert (await main.request({"type": "resign"}))["type"] == "ok"
+    await main.recv(lambda f: f.get("type") == "race_over")
+    board = await main.request({"type": "get_leaderboard", "variant": VARIANT})
+    (mine,) = [e for e in board["board"]["history"] if e["variant"] == VARIANT]
+    assert mine["ranked"] is True and mine["unranked"] is None, mine
+    assert mine["flag"] is not None and "while it ran" in mine["flag"], mine
+    status, _, public = await http_answer(server, f"/api/leaderboard?variant={VARIANT}")
+    assert status == 200 and public["top"] == []
+    # An attempt over before the scout's started is left alone: a neighbour's later start
+    # at another address, or one here after the main one ended, flags nothing of it.
+    late = await _play(await _claimed(server.url, "late", HOME), clock)
+    assert late["flag"] is not None
+    kept = {e.name: e for e in await server.node.backend.daily_entries(DAY, VARIANT)}
+    assert kept["main"].flag == mine["flag"]
+
+
 async def test_an_ipv6_address_counts_by_its_64(start_server: ServerFactory) -> None:
     clock = Clock(NOON)
     server = await start_server(
