@@ -417,7 +417,9 @@ class RoomCommands:
             player = session.role is Role.PLAYER and session.player_id in room.players
             if player and room.state is RoomState.RACING and held is not None:
                 assert session.player_id is not None
-                game = await node.moves.game(held, room, session.player_id, check=True)
+                game = await node.moves.game(
+                    held, room, session.player_id, check=True, charge=session
+                )
                 data["you"]["view"] = player_view(game, legal=True)
                 data["you"]["rev"] = game.moves
             elif player:

@@ -148,14 +148,21 @@ class MovePath:
         return known
 
     async def game(
-        self, held: LocalRoom, room: Room, player_id: str, *, check: bool = False
+        self,
+        held: LocalRoom,
+        room: Room,
+        player_id: str,
+        *,
+        check: bool = False,
+        charge: Session | None = None,
     ) -> Game:
         """The player's game in the room's current race, kept for the race's length.
 
         Rebuilt from the move log when this node has none. With ``check``, a game kept
         here is first checked against the log's length, for the player may have played
         on through another node meanwhile (a log only grows, so the same length is the
-        same log).
+        same log). A game rebuilt for ``charge`` (a session's snapshot) is charged to its
+        message rates (:meth:`.budgets.Guard.owe_replay`).
         """
         game = held.games_of(room.race).get(player_id)
         backend = self.node.backend
@@ -170,6 +177,8 @@ class MovePath:
         if game is None:
             timed = await backend.read_timed_moves(room.code, room.race, player_id)
             rebuilt, reached = replayed(room, timed)
+            if charge is not None:  # the rebuild's CPU, on the rates of whom it was for
+                self.node.guard.owe_replay(charge, len(timed), time.monotonic())
             # Another task may have rebuilt it while the log was read, and played a move on
             # it since: keep that one, never a copy that misses the move.
             game = held.games_of(room.race).setdefault(player_id, rebuilt)

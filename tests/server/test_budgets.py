@@ -313,3 +313,45 @@ def test_a_rate_is_forgotten_only_once_unused_and_full_again() -> None:
     assert guard.prune(now=refill + 1) == 0  # full again, but in use
     guard.unbind(second)
     assert guard.prune(now=refill + 1) == 2  # the identity's and the address's
+
+
+@pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+async def test_a_resume_that_rebuilds_a_long_game_is_charged_to_the_rates(
+    start_server: ServerFactory,
+) -> None:
+    """A game the node no longer holds is rebuilt from its log for the snapshot of a
+    resume: on the event loop, about 4 ms a thousand moves. Reconnecting again and again
+    to a long game bought that for one hello each (one address stalled the node's other
+    players); the rebuild is now owed to the identity's and the address's message rates,
+    so the next message of the identity waits."""
+    server = await start_server(budgets=LOOSE_BUDGETS)
+    raw = await RawClient.open(server.url, name="long")
+    made = await raw.request(
+        {
+            "type": "create_room",
+            "variant": "canfield",
+            "countdown": 0,
+            "max_players": 1,
+            "winnable": False,
+            "undo": True,
+        }
+    )
+    code = made["room"]["code"]
+    await raw.request({"type": "start"})
+    started = await raw.recv(lambda f: f.get("type") == "race_started")
+    race = started.get("race", 1)
+    raw.ws.transport.abort()
+    async with asyncio.timeout(TIMEOUT):
+        while code in server.node.held:  # the node lets go of the room and its game
+            await asyncio.sleep(0.01)
+    backend = server.node.backend
+    moves = 9_000  # draw and undo, legal for ever: 90 messages (of a burst of 60)
+    for rev in range(moves):
+        await backend.append_move(code, race, raw.player_id, rev, "d" if rev % 2 == 0 else "u", rev)
+
+    back = await RawClient.open(server.url, token=raw.token)
+    snapshot = await back.recv(lambda f: f.get("type") == "room")
+    assert snapshot["room"]["you"]["rev"] == moves
+    refused = await back.request({"type": "ping"})
+    assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
+    assert refused["retry_after"] > 0.5, refused
