@@ -236,6 +236,20 @@ async def leave_quietly(client: Client) -> None:
                 await client.leave()
 
 
+async def new_account_note(client: Client, variant: str) -> str | None:
+    """What a new account is told before its daily attempt: that it will not be ranked
+    (None for an account that ranks today, or when the board cannot be had)."""
+    with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+        board = await client.leaderboard(variant, limit=1)
+        ranked_from = board.get("ranked_from")
+        if ranked_from and ranked_from > board.get("today", ""):
+            return (
+                f"your account is new: its attempts are ranked from {ranked_from} (UTC); "
+                "today's is kept in your history, not ranked"
+            )
+    return None
+
+
 async def enter_room(
     client: Client, join: str | None, variant: str, settings: dict[str, Any]
 ) -> tuple[dict[str, Any], bool]:
@@ -823,6 +837,9 @@ async def daily(
     client = Client(url, name=name, **client_identity(url, name, token, keep_guest))
     try:
         await client.connect()
+        note = await new_account_note(client, variant) if client.account else None
+        if note:
+            console.write(note)
         room = await client.daily(variant)
     except (ServerError, ClientClosed, OSError, WebSocketException) as error:
         console.write(unreachable(url, error) or f"could not start the daily deal: {error}")

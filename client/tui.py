@@ -38,6 +38,7 @@ from .terminal import (
     daily_board,
     enter_room,
     leave_quietly,
+    new_account_note,
     ordinal,
     refusal,
     render_attempt,
@@ -416,6 +417,9 @@ class RaceApp(App[int]):
                 assert self.join is not None
                 room = await self.client.join(self.join, role="spectator")
             elif self.mode == "daily":
+                note = await new_account_note(self.client, self.variant)
+                if note and self.client.account:
+                    self.say(note[0].upper() + note[1:] + ".", "bold")
                 room = await self.client.daily(self.variant)
             else:
                 room, _ = await enter_room(

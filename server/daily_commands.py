@@ -16,7 +16,14 @@ from ..protocol import (
     StartDaily,
 )
 from . import room as rooms
-from .daily import address_counted, address_tag, address_verdict, unranked_reason, utc_date
+from .daily import (
+    address_counted,
+    address_tag,
+    address_verdict,
+    first_ranked_date,
+    unranked_reason,
+    utc_date,
+)
 from .leaderboard import day_board, player_history
 from .room import Outcome, Role, RoomState, Settings, SpectatorMode
 
@@ -239,4 +246,8 @@ class DailyCommands:
             board=req.board,
         )
         board.update(await player_history(node.backend, player_id, now_ms=node.now_ms()))
+        # An account's first day that ranks, so that a new account is told before it plays.
+        created = await node.backend.account_created_ms(player_id)
+        age = node.config.daily_account_age_days
+        board["ranked_from"] = None if created is None else first_ranked_date(created, age)
         await session.reply(Leaderboard(req.id, board))

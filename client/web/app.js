@@ -1922,10 +1922,13 @@ function renderDaily() {
   const played = Boolean(board?.history?.some((h) => h.date === today && h.variant === daily.variant));
   const play = $("daily-play");
   const guest = !isAccount();
-  play.dataset.ranked = String(!played && !guest);
+  const newAccount = Boolean(board?.ranked_from && board.ranked_from > today);
+  play.dataset.ranked = String(!played && !guest && !newAccount);
   let note = played
     ? `You have played today's ${shortVariant(daily.variant)} deal: another attempt is shown but not ranked.`
-    : "Your first attempt of the day is ranked. The clock starts at once.";
+    : newAccount
+      ? `Your account is new: its attempts are ranked from ${board.ranked_from} (UTC). Today's is kept in your history, not ranked. The clock starts at once.`
+      : "Your first attempt of the day is ranked. The clock starts at once.";
   if (guest) note = "The daily challenge is played by accounts: claim your name or log in below.";
   $("daily-play-note").textContent = note;
   const box = $("daily-account");
@@ -2250,6 +2253,8 @@ async function claimName(form) {
   tookAccount(reply);
   state.daily.needsAccount = false;
   render();
+  // The board says, for an account, from which day its attempts rank (a new one's not today).
+  if (document.body.dataset.screen === "daily") loadDaily();
   const text = `${reply.name} is your account now: log in with it from any browser.`;
   accountMessage(text);
   showNotice(text);

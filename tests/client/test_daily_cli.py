@@ -55,6 +55,7 @@ async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServ
     )
     # Whether a first attempt is ranked is the board's to say once it is over.
     await console.shows(r"^daily rainbow-canfield \d{4}-\d\d-\d\d, attempt 1$")
+    assert not any("your account is new" in line for line in console.screen)
     await console.shows(r"moves: 1\) ")
     console.type("d")
     await console.shows(r"^played d")
@@ -67,6 +68,25 @@ async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServ
     await console.shows(r"^your attempt 1 of [\d-]+: ranked$")
     assert not any("rematch" in line.replace("no rematch", "") for line in console.screen)
     assert await asyncio.wait_for(task, TIMEOUT) == 0
+
+
+async def test_a_new_account_is_told_before_its_attempt_that_it_will_not_rank(
+    start_server: ServerFactory,
+) -> None:
+    server = await start_server()  # accounts rank from their second day (the default)
+    async with account(server.url, "nova") as nova:
+        token = nova.token
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(
+        daily(server.url, console, name="nova", token=token, variant="rainbow-canfield")
+    )
+    told = await console.shows(r"^your account is new: its attempts are ranked from ([\d-]+)")
+    assert told[1] > dt.datetime.now(dt.UTC).date().isoformat()
+    attempt = await console.shows(r"^daily rainbow-canfield")
+    assert console.screen.index(told.string) < console.screen.index(attempt.string)
+    console.type("q")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    # One that ranks today hears nothing of it (the test above, with accounts at once).
 
 
 async def test_show_export_replay_and_remove(start_server: ServerFactory) -> None:

@@ -83,6 +83,11 @@ async def test_the_lobby_does_not_promise_a_start_by_ready_to_one_player(pages: 
 async def test_a_new_account_s_daily_attempt_is_not_shown_as_ranked(pages: Pages) -> None:
     nell = await signed_in(pages, "Nell", f"/daily?variant={VARIANT}")
     await expect(nell.locator(tid("daily"))).to_be_visible()
+    # Told before she plays: not after.
+    await expect(nell.locator(tid("daily-play-note"))).to_contain_text(
+        "Your account is new: its attempts are ranked from "
+    )
+    await expect(nell.locator(tid("daily-play"))).to_have_attribute("data-ranked", "false")
     await nell.click(tid("daily-play"))
     await expect(nell.locator(f"{AREA} {tid('board')}")).to_have_attribute("data-variant", VARIANT)
     label = nell.locator(tid("race-daily"))
