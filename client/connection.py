@@ -63,7 +63,8 @@ class ServerError(Exception):
     """The server refused a request: its stable ``code``, sentence and details."""
 
     def __init__(self, reply: dict[str, Any]) -> None:
-        super().__init__(f"{reply.get('code')}: {reply.get('message')}")
+        # In words, the stable code last (for looking it up in docs/protocol.md).
+        super().__init__(f"{reply.get('message') or 'refused'} [{reply.get('code')}]")
         self.code: str = reply.get("code", "")
         self.message: str = reply.get("message", "")
         self.reason: str | None = reply.get("reason")

@@ -818,9 +818,15 @@ def _british_canister(console: Console, variant: str) -> None:
 
 
 def _stale_login(console: Console, error: Exception, token: str | None) -> None:
-    """Say what to do when the token kept by ``solrace login`` no longer works."""
+    """Say what to do when the token kept by ``solrace login`` no longer works, or when
+    the command needs an account."""
     if token is not None and isinstance(error, ServerError) and error.code == "bad_token":
         console.write("the login kept for this server no longer works: solrace login again")
+    if isinstance(error, ServerError) and error.code == "account_required":
+        console.write(
+            "log in first: solrace login (your account on this server), or "
+            "solrace login --new to claim a name with a password"
+        )
 
 
 async def daily(

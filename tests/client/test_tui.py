@@ -463,7 +463,8 @@ async def test_a_guest_is_told_the_daily_is_an_account_s(server: RunningServer) 
     app = RaceApp(server.url, mode="daily", name="guest", variant="canfield")
     async with app.run_test(size=SIZE) as pilot:
         assert await exits(pilot) == 1
-    assert app.farewell[0].startswith("Could not start the daily deal: account_required")
+    assert app.farewell[0].startswith("Could not start the daily deal: "), app.farewell
+    assert app.farewell[0].endswith("[account_required]"), app.farewell
     assert "solrace login --new" in app.farewell[1]
 
 
