@@ -1287,6 +1287,16 @@ function progressRow(player, standing) {
   status.textContent = statusWord(player.status, roomFinish());
   if (player.status === "won" && player.place) status.textContent = `won · ${ordinal(player.place)}`;
   stats.append(banked, moves, status);
+  // A racer whose connection dropped: the room waits for them to come back (the resume
+  // grace), then counts them out; the others see why their row stands still.
+  const member = state.room?.members?.find((m) => m.player_id === player.player_id);
+  if (member && !member.connected && player.status === "playing") {
+    const away = document.createElement("span");
+    away.className = "tag offline";
+    away.dataset.testid = "racer-offline";
+    away.textContent = "offline";
+    stats.append(away);
+  }
   item.append(name, bar, stats);
   return item;
 }

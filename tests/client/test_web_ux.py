@@ -849,3 +849,24 @@ async def test_a_racing_room_that_takes_no_spectators_offers_no_watching(
     )
     await expect(bob.locator(tid("watch-offer"))).to_be_hidden()
     await expect(bob.locator(tid("join-spectator"))).not_to_be_checked()
+
+
+async def test_a_racer_whose_connection_dropped_is_shown_offline(
+    pages: Pages, make_client: ClientFactory
+) -> None:
+    alice = await pages.open(viewport=WINDOW)
+    await enter_name(alice, "Alice")
+    code = await create_room(alice, "canfield", countdown=0)
+    bob = await make_client("Bob")
+    await bob.join(code)
+    await expect(alice.locator(tid("member"))).to_have_count(2)
+    await alice.click(tid("start"))
+    await bob.next_event("race_started", timeout=TIMEOUT)
+    row = alice.locator(f'{tid("progress-row")}[data-player-id="{bob.player_id}"]')
+    await expect(row).to_be_visible()
+    await expect(row.locator(tid("racer-offline"))).to_have_count(0)
+    bob.resume = False
+    await bob.drop()
+    await expect(row.locator(tid("racer-offline"))).to_have_text("offline")
+    mine = alice.locator(f"{tid('progress-row')}.mine")
+    await expect(mine.locator(tid("racer-offline"))).to_have_count(0)
