@@ -341,7 +341,16 @@ class RoomCommands:
         """A fresh snapshot of the room."""
         self.node.identified(session)
         self.node.in_room(session)
-        await session.reply(RoomSnapshot(req.id, await self.snapshot(session)))
+        try:
+            snapshot = await self.snapshot(session)
+        except ProtocolError as error:
+            # The room was closed (or deleted) and this node has not let the session go
+            # yet (on Redis the closing node tells the others through the store): the
+            # member is no longer in a room, as the event they were sent says.
+            if error.code is not ErrorCode.ROOM_NOT_FOUND:
+                raise
+            raise ProtocolError(ErrorCode.NOT_IN_ROOM, "you are no longer in that room") from None
+        await session.reply(RoomSnapshot(req.id, snapshot))
 
     async def ping(self, session: Session, req: Ping) -> None:
         """Pong."""
