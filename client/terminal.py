@@ -267,6 +267,18 @@ async def enter_room(
     return await client.create_room(variant, **settings), False
 
 
+def plural(count: int, word: str) -> str:
+    """``1 move``, ``2 moves``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def duration(seconds: int) -> str:
+    """A race's time limit in words: ``1 minute``, ``15 minutes``, ``90 seconds``."""
+    if seconds % 60 == 0:
+        return plural(seconds // 60, "minute")
+    return plural(seconds, "second")
+
+
 def status_word(status: str, finish: str | None = None) -> str:
     """A game's status in words. A game still being played when a first-to-finish race
     ended did not finish: it did not run out of the time limit."""
@@ -573,7 +585,8 @@ class _Session:
             self.finished.set()
         elif kind == "resumed":
             if event.get("restarted"):
-                self.console.write("the server restarted; connection restored, the race goes on")
+                goes_on = ", the race goes on" if self.racing else ""
+                self.console.write(f"the server restarted; connection restored{goes_on}")
             else:
                 self.console.write("connection restored")
         elif kind == "closed":
@@ -747,7 +760,7 @@ def render_board(board: dict[str, Any]) -> str:
     streaks = board.get("streaks")
     if streaks:
         lines.append(
-            f"streaks: {streaks['played']} days played, {streaks['won']} won "
+            f"streaks: {plural(streaks['played'], 'day')} played, {streaks['won']} won "
             f"(best {streaks['best_played']} and {streaks['best_won']})"
         )
     if board.get("seed") is not None:
@@ -857,7 +870,7 @@ async def daily(
     attempt = settings["attempt"]
     ranked = " (not ranked: only your first attempt of the day can be)" if attempt > 1 else ""
     console.write(f"daily {variant} {settings['daily']}, attempt {attempt}{ranked}")
-    console.write(f"{settings['time_limit'] // 60} minutes. {DAILY_HELP}")
+    console.write(f"{duration(settings['time_limit'])}. {DAILY_HELP}")
     _british_canister(console, variant)
     session = _Session(client, console, color)
     session.settings = settings

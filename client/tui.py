@@ -36,6 +36,7 @@ from .terminal import (
     _standing_order,
     client_identity,
     daily_board,
+    duration,
     enter_room,
     leave_quietly,
     new_account_note,
@@ -100,11 +101,26 @@ RANKS = {
 }
 
 
-def play_help(undo: bool) -> str:
-    """How to play, in a room where undo is (or is not) allowed."""
+GAME_MOVES = {
+    "canfield": MOVES_NOTATION,
+    "rainbow-canfield": (
+        "t1-t3 (pile 1, the whole pile, onto pile 3), t2-f (to a foundation), r-t1 (from "
+        "the reserve), w-f (from the waste), d (draw; no redeal)"
+    ),
+    "american-canister": (
+        "t1-t3 (the top card of pile 1 onto pile 3), t1-t3x2 (two cards), t2-f (to a foundation)"
+    ),
+    "british-canister": "t1-t3 (the top card of pile 1 onto pile 3), t2-f (to a foundation)",
+}
+"""The moves of each game, as they are typed."""
+
+
+def play_help(undo: bool, variant: str = "canfield") -> str:
+    """How to play ``variant``, in a room where undo is (or is not) allowed."""
     undo_text = "u (undo)" if undo else "no undo in this room"
+    moves = GAME_MOVES.get(variant, MOVES_NOTATION)
     return (
-        f"Type a move and Enter: {MOVES_NOTATION}, {undo_text}; or the number of a legal "
+        f"Type a move and Enter: {moves}, {undo_text}; or the number of a legal "
         "move (? lists them, F2 too). 'ready' when you are, 'start' (the host), 'rematch' "
         "after a race, 'resign' gives up, 'link' shows the room's link, q quits."
     )
@@ -238,7 +254,8 @@ def standings_text(
         style = "bold" if row["player_id"] == me else ""
         text.append(f"{i:2}. {name:<13} ", style=style)
         text.append(_bar(row["banked"]), style="green" if row["status"] == "won" else "")
-        text.append(f" {row['banked']:2}/52 {row['moves']:3} moves  {status}\n", style=style)
+        moves = "move " if row["moves"] == 1 else "moves"
+        text.append(f" {row['banked']:2}/52 {row['moves']:3} {moves}  {status}\n", style=style)
     return text
 
 
@@ -371,7 +388,15 @@ class RaceApp(App[int]):
     def _placeholder(self) -> str:
         if self.mode == "watch":
             return "q quits; help explains"
-        return "type a move (t1-t3, w-f, d) or its number, ? for the legal moves, help, q"
+        examples = {
+            "british-canister": "t1-t3, t2-f",
+            "american-canister": "t1-t3, t1-t3x2, t2-f",
+        }.get(self.variant, "t1-t3, w-f, d")
+        return f"type a move ({examples}) or its number, ? for the legal moves, help, q"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A spectator has no legal moves to list: F2 is not offered."""
+        return not (action == "toggle_moves" and self.mode == "watch")
 
     def on_resize(self, event: events.Resize) -> None:
         compact = event.size.height < self.COMPACT_BELOW
@@ -485,14 +510,19 @@ class RaceApp(App[int]):
             )
             self.say(
                 f"Daily {variant} {settings.get('daily')}, attempt {attempt}{ranked}; "
-                f"{settings['time_limit'] // 60} minutes."
+                f"{duration(settings['time_limit'])}."
             )
             self.say(DAILY_HELP)
         else:
             self.say(f"Room {room['code']} ({variant}); you are {me}.")
             if self.link:
                 self.say(f"Send your friends this link: {self.link}", "bold")
-            self.say(play_help(bool(self.settings.get("undo", True))))
+            self.say(
+                play_help(
+                    bool(self.settings.get("undo", True)),
+                    self.settings.get("variant", self.variant),
+                )
+            )
             self.say("Type 'ready' when you are (the host may type 'start').")
             if room.get("host") == self.client.player_id:
                 self.say(SPECTATORS_HELP)
@@ -605,7 +635,8 @@ class RaceApp(App[int]):
         elif kind == "resumed":
             self.offline = False
             if event.get("restarted"):
-                self.say("The server restarted; connection restored, the race goes on.", "bold")
+                goes_on = ", the race goes on" if self.state in ("countdown", "racing") else ""
+                self.say(f"The server restarted; connection restored{goes_on}.", "bold")
             else:
                 self.say("Connection restored.")
         elif kind == "closed":
@@ -841,7 +872,7 @@ class RaceApp(App[int]):
             if race:
                 text.append(race + "\n")
             undo = "undo allowed" if self.settings.get("undo", True) else "no undo"
-            text.append(f"{undo}; {self.settings.get('time_limit', 0) // 60} minutes\n")
+            text.append(f"{undo}; {duration(self.settings.get('time_limit', 0))}\n")
         if self.mode == "daily":
             text.append("No undo; one ranked attempt a day (your first); no rematch.\n")
         if self.members and self.mode != "daily":
@@ -962,7 +993,7 @@ class RaceApp(App[int]):
             return DAILY_HELP
         if self.mode == "watch":
             return WATCH_HELP
-        return play_help(self._undo())
+        return play_help(self._undo(), self.settings.get("variant", self.variant))
 
     async def _command_loop(self) -> None:
         while True:

@@ -483,7 +483,11 @@ def join(
                 reason="racing",
             )
         if len(room.player_ids()) >= room.settings.max_players:
-            raise _fail(ErrorCode.ROOM_FULL, f"the room has {room.settings.max_players} players")
+            most = room.settings.max_players
+            raise _fail(
+                ErrorCode.ROOM_FULL,
+                f"the room has {most} player{'' if most == 1 else 's'}: it is full",
+            )
     else:
         if room.settings.daily is not None:
             raise _fail(

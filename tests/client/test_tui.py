@@ -143,7 +143,7 @@ async def test_a_whole_race_to_a_win_typed_at_the_prompt(
         # what was typed.
         await pilot.press(*line[0][:2])
         await rival.move("d")
-        await shows(pilot, "#standings", r"rival .* 1 moves  playing")
+        await shows(pilot, "#standings", r"rival .* 1 move   playing")
         assert app.query_one("#prompt", Input).value == line[0][:2]
         await pilot.press(*line[0][2:], "enter")
         local.apply(parse_move(line[0]))
@@ -162,7 +162,7 @@ async def test_a_whole_race_to_a_win_typed_at_the_prompt(
         assert "Tableau" not in log(app)  # no board ever went to the log
         await shows(pilot, "log", r"You finished 1st of 2: all 52 cards are home!")
         await shows(pilot, "#standings", r"^ 1\. tui \(you\) .* 52/52 .* won 1st$")
-        await shows(pilot, "#standings", r"^ 2\. rival .*  1/52   1 moves  playing$")
+        await shows(pilot, "#standings", r"^ 2\. rival .*  1/52   1 move   playing$")
 
         await rival.resign()
         await shows(pilot, "#results", r"results of race 1 \(canfield, seed \d+\)")
@@ -366,12 +366,12 @@ async def test_watch_shows_the_boards_and_stays_for_a_rematch(
         await host.move("d")
         await until(pilot, lambda: "moves 1 " in str(board.content), "the host's move")
         assert str(board.content).startswith(" host \n")
-        await shows(pilot, "#standings", r"host .* 1 moves  playing")
+        await shows(pilot, "#standings", r"host .* 1 move   playing")
         await host.resign()
         await shows(pilot, "#results", r"results of race 1 \(canfield, seed \d+\)")
         await shows(pilot, "log", r"Waiting for the room's next race")
         # The standings and the final board end as the results say, not "playing".
-        await shows(pilot, "#standings", r"host .* 1 moves  resigned")
+        await shows(pilot, "#standings", r"host .* 1 move   resigned")
         await until(
             pilot,
             lambda: "resigned" in str(app.board_widgets[host.player_id].content),
