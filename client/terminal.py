@@ -151,7 +151,7 @@ def render_progress(standing: dict[str, Any], names: dict[str, str]) -> str:
         status = f"won {ordinal(standing['place'])}"
     return (
         f"{name:>12} [{bar:<20}] {standing['banked']:2}/52  moves {standing['moves']:3}  "
-        f"{status}  {standing['elapsed_ms'] / 1000:.1f}s"
+        f"{status}  {standing['elapsed_ms'] // 100 / 10:.1f}s"
     )
 
 
@@ -303,7 +303,7 @@ def render_results(event: dict[str, Any], finish: str | None = None) -> str:
         lines.append(
             f"{r['rank']:3}. {r['name']:<16} {status_word(r['status'], finish):<12} "
             f"banked {r['banked']:2}  "
-            f"moves {r['moves']:3}  {r['time_ms'] / 1000:.1f}s"
+            f"moves {r['moves']:3}  {r['time_ms'] // 100 / 10:.1f}s"
         )
     if event.get("par") is not None:
         lines.append(f"par {event['par']} moves: the solver's winning line")
@@ -749,7 +749,7 @@ def render_board(board: dict[str, Any]) -> str:
     for e in sorted(rows.values(), key=lambda e: (e["rank"], e["name"])):
         lines.append(
             f"{e['rank']:4}. {e['name']:<16} {status_word(e['status']):<11} banked {e['banked']:2}  "
-            f"moves {e['moves']:3}  {e['time_ms'] / 1000:.1f}s"
+            f"moves {e['moves']:3}  {e['time_ms'] // 100 / 10:.1f}s"
         )
     you = board.get("you")
     if you:

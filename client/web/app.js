@@ -639,6 +639,9 @@ function firstWin(standing, player) {
   const seconds = Math.max(0, Math.ceil((end - now) / 1000));
   const unit = seconds === 1 ? "second" : "seconds";
   $("finish-left-note").textContent = `${who} finished: the race ends in ${seconds} ${unit}.`;
+  // The banner names who finished; the winner reads it as the others' time left.
+  $("finish-left-label").textContent =
+    who === "You" ? "You finished first: the others' race ends in" : `${who} finished: the race ends in`;
 }
 
 const EVENTS = {
@@ -1595,7 +1598,7 @@ function resultsTable({ results, seed, par }) {
       result.name,
       `${result.banked}/52`,
       String(result.moves),
-      formatTime(result.time_ms),
+      formatTenths(result.time_ms), // to the tenth, as the terminal and the daily boards give it
       statusWord(result.status, roomFinish()),
     ];
     for (const text of cells) {

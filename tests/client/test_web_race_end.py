@@ -355,6 +355,7 @@ async def test_a_first_to_finish_race_ends_on_its_own(
     # Meanwhile the page counted the race's last seconds down.
     left = await recorded(slow, "finish-left")
     assert left and all("the race ends in" in text for text in left)
+    assert all(text.startswith("Quick finished:") for text in left), left  # names who
     assert any(re.search(r"0:0[12]$", text) for text in left), left
     notes = await recorded(slow, "finish-left-note")
     assert any(
