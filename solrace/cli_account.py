@@ -203,6 +203,14 @@ def _delete(args: argparse.Namespace) -> int:
     if login is None:
         return 1
     name = login["account"]
+    if not args.yes and args.password_stdin:
+        # Standard input holds the password: it cannot also hold the answer.
+        print(
+            "solrace account delete: with --password-stdin, confirm with --yes "
+            "(standard input holds the password, not the answer); kept the account",
+            file=sys.stderr,
+        )
+        return 2
     if not args.yes:
         answer = input(f"delete the account {name}? its board entries are anonymised [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):

@@ -155,6 +155,11 @@ async def test_account_password_and_delete_from_the_terminal(
     # Deleting asks to confirm; a "no" keeps the account.
     code, said = await solrace(home, "account", "delete", "--url", url, stdin="n\n")
     assert code == 1 and "kept the account" in said, said
+    # The password on standard input is not taken for the answer: --yes is asked for.
+    code, said = await solrace(
+        home, "account", "delete", "--url", url, "--password-stdin", stdin=f"{new}\n"
+    )
+    assert code == 2 and "confirm with --yes" in said and "kept the account" in said, said
     code, said = await solrace(
         home, "account", "delete", "--url", url, "--yes", "--password-stdin", stdin=f"{new}\n"
     )
