@@ -79,13 +79,17 @@ def register(subparsers: Any) -> None:
         "entry",
         nargs="*",
         metavar="DATE VARIANT PLAYER",
-        help="keep, remove: the entry (or --date, --variant and --player)",
+        help="keep, remove: the entry (or --date, --variant and --player); PLAYER is the "
+        "player id, or the name the entry was played under",
     )
     parser.add_argument("--date", help="the day, YYYY-MM-DD (today, UTC)")
     parser.add_argument("--variant", choices=sorted(VARIANTS), help="one variant (all four)")
     parser.add_argument("--board", choices=BOARDS, default="people", help="show: which board")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"show: the server ({DEFAULT_URL})")
-    parser.add_argument("--player", help="show: rank this player; keep, remove: whose entry")
+    parser.add_argument(
+        "--player",
+        help="show: rank this player (the player id); keep, remove: whose entry (the id or the name)",
+    )
     parser.add_argument("--limit", type=int, default=20, help="show: how many (20)")
     parser.add_argument(
         "--format", choices=("csv", "json"), default="csv", help="export, flagged: the format"
@@ -299,11 +303,31 @@ async def _flagged(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _player_id(backend: Any, date: str, variant: str, player: str) -> str:
+    """The player id of ``player``, a player id or the name of an entry of the day (the
+    lists of ``flagged`` and ``export`` show names first); raise ValueError for a name that
+    more than one player of the day's entries has."""
+    entries = await backend.daily_entries(date, variant)
+    if any(e.player_id == player for e in entries):
+        return player
+    ids = sorted({e.player_id for e in entries if e.name == player})
+    if len(ids) > 1:
+        raise ValueError(
+            f"{len(ids)} players named {player!r}: give the player id, one of {', '.join(ids)}"
+        )
+    return ids[0] if ids else player
+
+
 async def _keep(args: argparse.Namespace, date: str) -> int:
     """Put a flagged entry on its board: an operator reviewed it."""
     backend = make_backend(_config(args))
     await backend.start()
     try:
+        try:
+            args.player = await _player_id(backend, date, args.variant, args.player)
+        except ValueError as error:
+            print(f"solrace leaderboard keep: {error}", file=sys.stderr)
+            return 2
         kept = await backend.keep_daily_entry(date, args.variant, args.player, args.reason)
     finally:
         await backend.close()
@@ -330,6 +354,11 @@ async def _remove(args: argparse.Namespace, date: str) -> int:
     backend = make_backend(_config(args))
     await backend.start()
     try:
+        try:
+            args.player = await _player_id(backend, date, args.variant, args.player)
+        except ValueError as error:
+            print(f"solrace leaderboard remove: {error}", file=sys.stderr)
+            return 2
         removed = await backend.remove_daily_entry(date, args.variant, args.player, args.reason)
     finally:
         await backend.close()
