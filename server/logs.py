@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import structlog
@@ -14,7 +15,9 @@ def configure_logging(fmt: str = "json", level: int = logging.INFO) -> None:
     """Log through structlog with context variables (connection, room, player) merged in."""
     renderer: structlog.types.Processor
     if fmt == "console":
-        renderer = structlog.dev.ConsoleRenderer()
+        # Colours for a terminal only: a file or a pipe gets plain text (NO_COLOR too).
+        colors = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+        renderer = structlog.dev.ConsoleRenderer(colors=colors)
     else:
         renderer = structlog.processors.JSONRenderer()
     structlog.configure(
