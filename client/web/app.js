@@ -1518,7 +1518,9 @@ function fillBoardNote(view) {
   if (!rainbow) return;
   const lead = view.base_rank;
   const below = { A: "K", K: "Q", Q: "J", J: "10" }[lead] || String(Number(lead) - 1);
-  const text = `This deal's lead rank is ${rankWord(lead)}: each foundation starts with ${aRank(lead)} and goes up to ${aRank(below === "1" ? "A" : below)}, a King followed by an Ace.`;
+  // (from an Ace the foundations go up to a King and never wrap)
+  const wrap = lead === "A" ? "" : ", a King followed by an Ace";
+  const text = `This deal's lead rank is ${rankWord(lead)}: each foundation starts with ${aRank(lead)} and goes up to ${aRank(below === "1" ? "A" : below)}${wrap}.`;
   if (note.textContent !== text) note.textContent = text;
 }
 
