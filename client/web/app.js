@@ -947,6 +947,15 @@ function showScreen(name) {
   if (shown !== name && name === "name-screen" && !$(name).contains(document.activeElement)) {
     $("name-input")?.focus();
   }
+  // Come by a room's link: the name screen says which room comes next.
+  if (name === "name-screen") {
+    const link = linkFromUrl();
+    const line = $("name-room");
+    line.hidden = !link;
+    if (link) {
+      line.textContent = link.role === "spectator" ? `Then you watch room ${link.code}.` : `Then you join room ${link.code}.`;
+    }
+  }
   // The lobby, come to from the name screen or a room left, starts at its first choice
   // (the game) where the focus was lost with the screen it was on; a focus the user put
   // elsewhere (a link of the header, say) stays.

@@ -253,10 +253,12 @@ async def test_race_two_players_and_a_spectator(
     assert link.endswith(f"/r/{code}")
 
     bob = await pages.open(f"/r/{code}")
+    await expect(bob.locator(tid("name-room"))).to_have_text(f"Then you join room {code}.")
     await enter_name(bob, "Bob")
     await expect(bob.locator(tid("room-code"))).to_have_text(code)
 
     carol = await pages.open(f"/r/{code}?as=spectator")
+    await expect(carol.locator(tid("name-room"))).to_have_text(f"Then you watch room {code}.")
     await enter_name(carol, "Carol")
     await expect(carol.locator(tid("room-code"))).to_have_text(code)
 
