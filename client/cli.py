@@ -96,7 +96,8 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="RUN",
         help="race alone against a recorded run as a ghost: CODE/RACE/PLAYER (a replay "
-        "page's run) or daily/DATE/VARIANT/PLAYER (a ranked daily run, once its day is over)",
+        "page's run; PLAYER is the player's id or their name in the results) or "
+        "daily/DATE/VARIANT/PLAYER (a ranked daily run, once its day is over; the player id)",
     )
     play.add_argument("--no-color", action="store_true", help="no ANSI colours")
     play.add_argument("--plain", action="store_true", help=PLAIN_HELP)

@@ -282,7 +282,7 @@ class RoomCommands:
         await node.guard.spend(session, node.guard.races, node.now_ms())
         if room.settings.ghost is not None:
             run = await node.ghosts.find(room.settings.ghost, None)
-            return run.seed, None, run.ghost
+            return run.seed, run.par, run.ghost
         if room.settings.winnable:
             asker = session.address if address_counted(session.address) else None
             seed, par = await node.deals.take(room.settings.variant, asker)

@@ -50,6 +50,8 @@ class GhostRun:
     """``(time_ms, banked, moves, status)`` after each move, in order."""
     end: list[Any]
     """``[status, banked, moves, time_ms, banked_at_ms]``: how the run ended."""
+    par: int | None = None
+    """The par of the run's deal, where it was certified winnable."""
 
     @property
     def ghost(self) -> Ghost:
@@ -117,8 +119,22 @@ class Ghosts:
     async def _race(self, code: str, race: int, ghost_id: str, player_id: str | None) -> GhostRun:
         node = self.node
         record = await node.backend.load_race(code, race, node.now_ms())
+        if record is not None and ghost_id not in record.get("players", {}):
+            # A player's name, as the results show it, names the run too, where it is one
+            # player's alone.
+            named = [
+                p
+                for p, played in record.get("players", {}).items()
+                if str(played.get("name", "")).casefold() == ghost_id.casefold()
+            ]
+            if len(named) == 1:
+                ghost_id = named[0]
         if record is None or ghost_id not in record.get("players", {}):
-            raise ProtocolError(ErrorCode.BAD_SETTINGS, "ghost: no such run is kept")
+            raise ProtocolError(
+                ErrorCode.BAD_SETTINGS,
+                "ghost: no such run is kept (PLAYER is the player's id, or their name in "
+                "the race's results)",
+            )
         if player_id is not None and not readable_by(record, player_id):
             raise ProtocolError(
                 ErrorCode.BAD_SETTINGS, "ghost: that race's replay is its players' alone"
@@ -141,6 +157,7 @@ class Ghosts:
             int(record["seed"]),
             steps,
             [*end, _first_reached(steps, result["banked"])],
+            record.get("par"),
         )
 
     async def _daily(self, date: str, variant: str, ghost_id: str) -> GhostRun:
@@ -160,11 +177,13 @@ class Ghosts:
         entry = await ranked_attempt(node.backend, ghost_id, date, variant)
         if entry is None:
             raise ProtocolError(ErrorCode.BAD_SETTINGS, "ghost: no such ranked run that day")
-        seed = (await node.deals.daily(date, variant)).seed
+        deal = await node.deals.daily(date, variant)
+        seed = deal.seed
         most = node.config.limits.max_moves_per_game
         steps = await _replayed(variant, seed, False, entry.log, entry.times, most)
         end = [entry.status, entry.banked, entry.moves, entry.time_ms, entry.reached]
-        return GhostRun(f"daily/{date}/{variant}/{ghost_id}", entry.name, variant, seed, steps, end)
+        ref = f"daily/{date}/{variant}/{ghost_id}"
+        return GhostRun(ref, entry.name, variant, seed, steps, end, deal.par)
 
     async def race(self, code: str, room: Room) -> None:
         """Drive the ghost of ``room``'s running race (found again from its setting)."""

@@ -1087,6 +1087,7 @@ function finishText(settings) {
 }
 
 function winnableText(settings) {
+  if (settings.ghost) return "The ghost's own deal: the run you race was played on it (the results give par where it was certified)";
   if (!CERTIFIABLE.has(settings.variant)) {
     return `Any deal: ${variantTitle(settings.variant)} deals are almost never winnable, so the race is about cards banked`;
   }

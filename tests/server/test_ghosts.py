@@ -166,3 +166,19 @@ async def test_a_ranked_daily_run_is_raced_once_the_day_is_over(
     (ghost,) = [r for r in over["results"] if r.get("ghost")]
     assert ghost["status"] == "resigned" and ghost["moves"] == len(line)
     assert ghost["rank"] == 1  # it banked a card; Fay none beyond the deal
+
+
+async def test_a_run_is_named_by_its_player_s_name_too(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the results show it: the name (any case) names the run where one player has it."""
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    code, ann_id = await _recorded(server, "live", line)
+    async with Client(server.url, name="Eli", request_timeout=TIMEOUT) as eli:
+        room = await eli.create_room("canfield", ghost=f"{code}/1/aNN")
+        assert room["settings"]["ghost"] == f"{code}/1/{ann_id}"
+        with pytest.raises(ServerError) as refused:
+            await eli.leave()
+            await eli.create_room("canfield", ghost=f"{code}/1/Nobody")
+        assert "their name in the race's results" in str(refused.value)
