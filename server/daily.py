@@ -259,11 +259,14 @@ def _by_hand(move: str) -> bool:
     return move not in ("d", "rd", "u") and "-t" in move
 
 
-DELIBERATE_MS = 250
+DELIBERATE_MS = 400
 DELIBERATE_MIN_MOVES = 15
 """Where at least this many moves put a card on the tableau, the median gap before them
 must be :data:`DELIBERATE_MS` or more: a person picks the card and its place (a drag, a
-click, arrows and Enter) after a look at the board, in half a second or more."""
+click, arrows and Enter) after a look at the board, in half a second or more (a quick
+player's, modelled in the tests, 350 ms to 1.2 s, median about 775 ms). 250 let through
+a program that waited 310 ms before each such move and 10 ms before the others (an
+average of 166 ms a move, first on the board)."""
 
 
 EVEN_AVERAGE_MS = 1_000

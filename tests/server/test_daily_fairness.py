@@ -128,6 +128,17 @@ def test_random_quick_gaps_are_flagged_by_the_cards_put_on_the_tableau() -> None
     assert pace_flag(times, min_moves=20, median_ms=0, moves=line) is None
 
 
+def test_quick_gaps_with_a_just_slow_one_before_each_card_put_on_the_tableau_are_flagged() -> None:
+    # The cheat: 10 ms before draws and moves home, 310 ms before each card put on the
+    # tableau: an average of 166 ms, gaps spread widely, ranked first at a floor of 250.
+    line = ["d", "w-t3", "d", "t4-t1", "w-f", "r-t2"] * 20
+    gaps = [310 if "-t" in move else 10 for move in line[1:]]
+    times = times_of(gaps)
+    assert pace_flag(times, min_moves=20, median_ms=150) is None  # the times alone pass
+    flag = pace_flag(times, min_moves=20, median_ms=150, moves=line)
+    assert flag is not None and "put on the tableau" in flag, flag
+
+
 def test_a_fast_person_s_moves_to_the_tableau_are_not_flagged() -> None:
     # The quick player of the test above, in Canfield: each move by hand (a card put on
     # the tableau, 0.35 s to 1.2 s after the last), draws with the key held (40 ms) and
