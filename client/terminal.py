@@ -255,11 +255,12 @@ async def enter_room(
 ) -> tuple[dict[str, Any], bool]:
     """Join or create the room the command asks for; ``(room, back)``. A player that the
     welcome put back in a room (a guest or a login coming back) stays there when the
-    command names no other room (``back``: the room is that snapshot); asked for another,
-    it leaves the old room first."""
+    command names that room, or names none while the room's race is on (``back``: the
+    room is that snapshot); otherwise it leaves the old room first."""
     current = client.room
     if current is not None:
-        if not join or join.strip().upper() == current["code"]:
+        racing = current.get("state") in ("countdown", "racing")
+        if (join and join.strip().upper() == current["code"]) or (not join and racing):
             return current, True
         await client.leave()
     if join:
