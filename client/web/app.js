@@ -1117,6 +1117,8 @@ function placeSpectatorsForm(where) {
   for (const form of [$("spectators-form"), $("finish-form")]) {
     if (form.parentElement !== target) target.append(form);
   }
+  // Alone against a ghost, how the race ends is the ghost's run's: nothing to set.
+  $("finish-form").hidden = Boolean(room?.settings?.ghost);
   if (!shown) return;
   const editing = (form, save) => form.contains(document.activeElement) && document.activeElement !== save;
   const mode = $("spectators-mode");

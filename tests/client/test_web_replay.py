@@ -551,6 +551,9 @@ async def test_a_run_is_raced_as_a_ghost_from_its_replay_page(
     await page.fill(tid("countdown-setting"), "0")
     await page.click(tid("create-room"))
     await expect(page.locator(tid("room"))).to_be_visible()
+    # The lobby says whose deal it is, and offers no race ending to set.
+    await expect(page.locator(tid("room-winnable"))).to_contain_text("The ghost's own deal")
+    await expect(page.locator(tid("finish-form"))).to_be_hidden()
     await page.click(tid("start"))
     progress = page.locator(tid("progress"))
     await expect(progress).to_contain_text("Ann (ghost)")
