@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from ..protocol import Limits
 from .app import LOOPS
@@ -437,13 +438,33 @@ def store_problem(error: BackendUnavailable, redis_url: str | None, data_dir: Pa
             return error.said(masked_url(redis_url))
         reason = str(error.__cause__ or error).strip() or type(error).__name__
         reason = reason.removeprefix("redis: ")
-        return f"cannot reach Redis at {masked_url(redis_url)}: {reason}"
+        return f"cannot reach Redis at {masked_url(redis_url)}: {reason}{_certificate_hint(redis_url, reason)}"
     if str(data_dir) in str(error):  # the error names the directory or its file
         return str(error)
     reason = str(error.__cause__ or error).strip() or type(error).__name__
     if str(data_dir) in reason:
         return reason
     return f"the data directory {data_dir} is unavailable: {reason}"
+
+
+# How a TLS Redis that requires a client certificate turns a client without one away. With
+# TLS 1.3 the client's handshake completes before the server checks for a certificate, so
+# the refusal reaches the client either as the server's alert or as a closed connection,
+# whichever its first read or write meets.
+_NO_CERTIFICATE_SIGNS = ("certificate required", "closed by the server", "connection reset")
+
+
+def _certificate_hint(redis_url: str, reason: str) -> str:
+    """A hint that a TLS Redis may want a client certificate the URL does not give."""
+    query = urlsplit(redis_url).query
+    if not redis_url.startswith("rediss://") or "ssl_certfile=" in query:
+        return ""
+    if not any(sign in reason.lower() for sign in _NO_CERTIFICATE_SIGNS):
+        return ""
+    return (
+        " (if this Redis requires a client certificate, give ssl_certfile= and ssl_keyfile= "
+        "in the URL)"
+    )
 
 
 # What a failed listen raises: the address is taken, not this machine's, or not allowed.
