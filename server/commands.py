@@ -165,12 +165,37 @@ class RoomCommands:
             if await self.node.backend.create_room(outcome.room):
                 return outcome
 
+    async def check_not_racing_elsewhere(self, player_id: str) -> None:
+        """Refuse a room to an account whose other connection (on another node) plays a
+        race that is on: an account races in one room at a time. Its room pointer names
+        that race, and must go on naming it, for the checks that read it (no daily attempt
+        beside another, no account deleted mid-race)."""
+        backend = self.node.backend
+        code = await backend.player_room(player_id)
+        room = None if code is None else await backend.load_room(code)
+        if (
+            room is None
+            or room.state not in (RoomState.COUNTDOWN, RoomState.RACING)
+            or player_id not in room.members
+            or room.members[player_id].role is not Role.PLAYER
+        ):
+            return
+        race = room.players.get(player_id)
+        if race is not None and race.status != "playing":
+            return  # finished or resigned: free to go on elsewhere
+        raise ProtocolError(
+            ErrorCode.ALREADY_IN_ROOM,
+            f"you are racing in room {room.code} on another connection: finish or leave "
+            "that race first",
+        )
+
     async def create_room(self, session: Session, req: CreateRoom) -> None:
         """Make a room with the asker as its host and first player."""
         node = self.node
         player_id = node.identified(session)
         if session.room is not None:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+        await self.check_not_racing_elsewhere(player_id)
         if req.ghost is None:
             settings = self._settings(req)
             self.check_capacity(session, None)
@@ -202,6 +227,7 @@ class RoomCommands:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
         if req.role not in ("player", "spectator"):
             raise ProtocolError(ErrorCode.BAD_FIELD, "role is 'player' or 'spectator'")
+        await self.check_not_racing_elsewhere(player_id)
         role = Role(req.role)
         self.check_capacity(session, code)
         await node.guard.spend(session, node.guard.joins, node.now_ms())
@@ -243,7 +269,7 @@ class RoomCommands:
         )
         await node.fanout.publish(code, outcome)
         await node.detach(session)
-        await node.backend.set_player_room(player_id, None)
+        await node.backend.forget_player_room(player_id, code)
         if reply:
             await session.reply(Ok(req.id))
 

@@ -185,7 +185,7 @@ class FanOut:
                 for session in list(held.members):
                     await node.detach(session)
                     if session.player_id is not None:
-                        await node.backend.set_player_room(session.player_id, None)
+                        await node.backend.forget_player_room(session.player_id, held.code)
                 return
             room = held.keep(room)
             node.arm(held)
@@ -320,7 +320,7 @@ class FanOut:
             if session.player_id not in room.members:
                 await self.node.detach(session)
                 if session.player_id is not None:
-                    await self.node.backend.set_player_room(session.player_id, None)
+                    await self.node.backend.forget_player_room(session.player_id, held.code)
 
     def _progress(self, held: LocalRoom, event: dict[str, Any]) -> None:
         """Send a progress event: the players' boards to spectators only, and only in a
@@ -418,7 +418,7 @@ class FanOut:
             if session.player_id not in room.members:
                 await node.detach(session)
                 if session.player_id is not None:
-                    await node.backend.set_player_room(session.player_id, None)
+                    await node.backend.forget_player_room(session.player_id, held.code)
                 continue
             # After the session's request in flight, if any (a move applied, not yet
             # logged), in a task of its own: a slow socket must not hold the room's events.

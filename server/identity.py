@@ -173,7 +173,7 @@ class Identity:
         room = await backend.load_room(code) if code else None
         if room is None or player_id not in room.members:
             if code:
-                await backend.set_player_room(player_id, None)
+                await backend.forget_player_room(player_id, code)
             await session.reply(
                 Welcome(
                     req.id,

@@ -615,7 +615,7 @@ class Node:
                     code, lambda r: rooms.leave(r, player_id, self.now_ms(), link=link)
                 )
                 if outcome.room is None or player_id not in outcome.room.members:
-                    await self.backend.set_player_room(player_id, None)
+                    await self.backend.forget_player_room(player_id, code)
             else:
                 outcome = await self.backend.update_room(
                     code,

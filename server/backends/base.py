@@ -248,6 +248,12 @@ class Backend(ABC):
         """Remember which room a player is in (None: none)."""
 
     @abstractmethod
+    async def forget_player_room(self, player_id: str, code: str) -> None:
+        """Forget the player's room if it is still ``code`` (one step): leaving a room on
+        one connection must not forget the room another connection of the account went
+        to meanwhile (a running daily attempt, say)."""
+
+    @abstractmethod
     async def player_room(self, player_id: str) -> str | None:
         """The room a player is in, if any."""
 

@@ -647,6 +647,12 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         """Remember the player's room."""
         self._write().execute("UPDATE players SET room = ? WHERE player_id = ?", (code, player_id))
 
+    async def forget_player_room(self, player_id: str, code: str) -> None:
+        """Clear the player's room where it is ``code``."""
+        self._write().execute(
+            "UPDATE players SET room = NULL WHERE player_id = ? AND room = ?", (player_id, code)
+        )
+
     async def player_room(self, player_id: str) -> str | None:
         """The player's room, if it still exists."""
         row = self.db.execute(

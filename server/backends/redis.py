@@ -129,6 +129,13 @@ end
 return 0
 """
 
+_FORGET_ROOM = """
+if redis.call('HGET', KEYS[1], 'room') == ARGV[1] then
+    return redis.call('HDEL', KEYS[1], 'room')
+end
+return 0
+"""
+
 _TAKE_NODE = """
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) >= tonumber(ARGV[2]) then return false end
@@ -495,6 +502,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             self._redis = Redis.from_pool(pool)
         self._create_room = self._redis.register_script(_CREATE_ROOM)
         self._release_start = self._redis.register_script(_RELEASE_START)
+        self._forget_room = self._redis.register_script(_FORGET_ROOM)
         self._take_node = self._redis.register_script(_TAKE_NODE)
         self._swap_room = self._redis.register_script(_SWAP_ROOM)
         self._swap_room_publish = self._redis.register_script(_SWAP_ROOM_PUBLISH)
@@ -688,6 +696,11 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
                 await self._redis.hdel(key, "room")
             else:
                 await self._redis.hset(key, "room", code)
+
+    async def forget_player_room(self, player_id: str, code: str) -> None:
+        """HDEL the player's room if it is still ``code`` (one script)."""
+        with self._guard():
+            await self._forget_room(keys=[self._player_key(player_id)], args=[code])
 
     async def player_room(self, player_id: str) -> str | None:
         """The player's room, if it still exists."""

@@ -61,3 +61,47 @@ async def test_two_connections_of_one_account_on_two_nodes_start_one_attempt(
             for node in (first, second)
         ]
     assert attempt == 5  # no attempt was counted for a refused start
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_room_made_and_left_on_the_other_node_does_not_hide_the_running_attempt(
+    start_server: ServerFactory,
+) -> None:
+    """The second cheat: the other connection made a room and left it, and leaving forgot
+    the account's room, the running attempt's, so the next ask started attempt 2 beside
+    it (and an account could be deleted mid-attempt)."""
+    first = await start_server(**AT_ONCE)
+    second = await start_server(**AT_ONCE)
+    async with account(first.url, "wren"):
+        pass
+    one = Client(first.url, account="wren", password=PASSWORD, request_timeout=TIMEOUT)
+    two = Client(second.url, account="wren", password=PASSWORD, request_timeout=TIMEOUT)
+    async with one, two:
+        # A lobby first, on the second node: the attempt starts beside it, the lobby is
+        # left, and the attempt is still the account's.
+        await two.create_room(VARIANT)
+        room = await one.daily(VARIANT)
+        assert room["settings"]["attempt"] == 1
+        await two.leave()
+        with pytest.raises(ServerError) as beside:
+            await two.daily(VARIANT)
+        assert beside.value.code == "already_in_room"
+        # No room elsewhere while the attempt runs: made, joined or watched.
+        with pytest.raises(ServerError) as made:
+            await two.create_room(VARIANT)
+        assert made.value.code == "already_in_room"
+        assert room["code"] in str(made.value)
+        async with account(second.url, "finch") as host:
+            lobby = await host.create_room(VARIANT)
+            for role in ("player", "spectator"):
+                with pytest.raises(ServerError) as joined:
+                    await two.join(lobby["code"], role)
+                assert joined.value.code == "already_in_room"
+        with pytest.raises(ServerError) as deleted:
+            await two.delete_account(PASSWORD)
+        assert deleted.value.code == "already_in_room"
+        # Once the attempt is over, the other connection is free again.
+        await one.resign()
+        await one.next_event("race_over", timeout=TIMEOUT)
+        made_after = await two.create_room(VARIANT)
+        assert made_after["code"] != room["code"]
