@@ -964,13 +964,18 @@ def race_length_ms(room: Room, now_ms: int) -> int:
 
 
 def places(room: Room) -> dict[str, int]:
-    """The place of each player who has won so far (final: a later win is slower)."""
+    """The place of each player who has won so far (final: a later win is slower); wins
+    equal in time and moves are level."""
     wins = sorted(
         (r.finished_ms or 0, r.moves, index, p)
         for index, (p, r) in enumerate(room.players.items())
         if r.status == "won"
     )
-    return {p: place for place, (*_, p) in enumerate(wins, start=1)}
+    placed: dict[str, int] = {}
+    for place, (finished, moves, _, p) in enumerate(wins, start=1):
+        level = place > 1 and wins[place - 2][:2] == (finished, moves)
+        placed[p] = placed[wins[place - 2][3]] if level else place
+    return placed
 
 
 def progress(
@@ -999,7 +1004,8 @@ def progress(
 
 def ranked_results(players: dict[str, PlayerRace]) -> list[dict[str, Any]]:
     """Winners by time, then by moves (fewer first); the rest by cards banked (more first),
-    then by when that count was first reached."""
+    then by when that count was first reached. Players equal on all of these are level:
+    they share a rank (1, 1, 3), whoever joined first."""
 
     def key(item: tuple[str, PlayerRace]) -> tuple[int, int, int]:
         _, r = item
@@ -1009,7 +1015,10 @@ def ranked_results(players: dict[str, PlayerRace]) -> list[dict[str, Any]]:
 
     ordered = sorted(players.items(), key=key)
     results = []
-    for rank, (player_id, r) in enumerate(ordered, start=1):
+    rank = 0
+    for place, (player_id, r) in enumerate(ordered, start=1):
+        if place == 1 or key(ordered[place - 2]) != key((player_id, r)):
+            rank = place
         results.append(
             {
                 "rank": rank,

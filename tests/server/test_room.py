@@ -30,6 +30,7 @@ from solrace.server.room import (
     RoomState,
     Settings,
     next_deadline,
+    places,
     ranked_results,
 )
 
@@ -734,7 +735,7 @@ def test_winners_rank_by_time_then_the_rest_by_banked_then_by_when() -> None:
     assert times["many_late"] == 8000
 
 
-def test_winners_in_the_same_time_rank_by_moves_and_exact_ties_keep_the_joining_order() -> None:
+def test_winners_in_the_same_time_rank_by_moves_and_exact_ties_are_level() -> None:
     players = {
         "bob": PlayerRace("B", 52, 80, "won", 5000, 5000, 5000),
         "ann": PlayerRace("A", 52, 70, "won", 5000, 5000, 5000),
@@ -742,8 +743,25 @@ def test_winners_in_the_same_time_rank_by_moves_and_exact_ties_keep_the_joining_
         "cat": PlayerRace("C", 7, 9, "stuck", 100, 50, 100),
         "dan": PlayerRace("D", 7, 9, "stuck", 200, 50, 200),
     }
-    ranked = [r["player_id"] for r in ranked_results(players)]
-    assert ranked == ["ann", "bob", "eve", "cat", "dan"]
+    results = ranked_results(players)
+    # Listed in the joining order where level, but sharing the rank: no one is placed
+    # above another for having joined first.
+    assert [r["player_id"] for r in results] == ["ann", "bob", "eve", "cat", "dan"]
+    assert [r["rank"] for r in results] == [1, 2, 2, 4, 4]
+
+
+def test_wins_level_in_time_and_moves_share_a_place() -> None:
+    room = Room(
+        "ABCD",
+        SETTINGS,
+        players={
+            "bob": PlayerRace("B", 52, 80, "won", 5000, 5000, 5000),
+            "ann": PlayerRace("A", 52, 70, "won", 5000, 5000, 5000),
+            "eve": PlayerRace("E", 52, 80, "won", 5000, 5000, 5000),
+            "cat": PlayerRace("C", 52, 80, "won", 6000, 6000, 6000),
+        },
+    )
+    assert places(room) == {"ann": 1, "bob": 2, "eve": 2, "cat": 4}
 
 
 def test_a_winner_outranks_everyone_else_whatever_the_time() -> None:
