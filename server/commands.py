@@ -534,8 +534,14 @@ class RoomCommands:
         last = backend.last_alive_ms
         downtime = max(0, now - last) if last is not None else 0
         codes = await backend.room_codes()
+        noted: dict[tuple[str, str], set[str]] = {}
         for code in codes:
             try:
+                stored = await backend.load_room(code)
+                if stored is not None:
+                    # Before anything else: a room without players left is dropped, and
+                    # its logs with it.
+                    await node.fanout.record_missed(stored, noted)
                 outcome = await backend.update_room(
                     code, lambda r: rooms.restarted(r, now, downtime)
                 )

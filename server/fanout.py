@@ -23,7 +23,7 @@ from ..protocol import Boards, RaceOver, RaceStarted, RoomSnapshot
 from .backends import BackendUnavailable
 from .daily import entry_from_log, pace_flag, unranked_reason
 from .races import RACE_FORMAT
-from .room import Outcome, Role, Room, RoomState, SpectatorMode
+from .room import Outcome, Role, Room, RoomState, SpectatorMode, race_over
 
 if TYPE_CHECKING:
     from .local_room import LocalRoom
@@ -67,6 +67,33 @@ class FanOut:
                 await node.backend.publish(code, event.to_wire())
         if outcome.room is None:
             await node.backend.drop_room_logs(code)
+
+    async def record_missed(self, room: Room, noted: dict[tuple[str, str], set[str]]) -> bool:
+        """Record a finished race's results that the node stopped before recording (it
+        was stopped between the race's end and their write); whether it did.
+
+        A race's results are recorded when their ``race_over`` is published, a write after
+        the one that ended the race: a node killed between the two left a daily attempt
+        without its entry (the next start was attempt 2, unranked, and attempt 1 was on no
+        board) and a race without its results. ``noted`` caches the daily rooms noted and
+        not yet recorded, by date and game: a daily room is dropped from them once its
+        entry is written."""
+        if room.state is not RoomState.FINISHED or not room.results or room.seed is None:
+            return False
+        backend = self.node.backend
+        daily = room.settings.daily
+        if daily is None:
+            if await backend.load_results(room.code, room.race) is not None:
+                return False
+        else:
+            key = (daily, room.settings.variant)
+            if key not in noted:
+                noted[key] = set(await backend.daily_rooms(*key))
+            if room.code not in noted[key]:
+                return False
+        await self._record_results(room.code, race_over(room, room.seq), room)
+        log.warning("results_recorded_late", room=room.code, race=room.race, daily=daily)
+        return True
 
     async def _record_results(self, code: str, event: RaceOver, room: Room | None) -> None:
         """Keep a race's results; score a daily attempt from its timed move log.

@@ -66,6 +66,7 @@ __all__ = [
     "places",
     "progress",
     "race_length_ms",
+    "race_over",
     "ranked_results",
     "rematch",
     "restarted",
@@ -1040,23 +1041,25 @@ def _finish(room: Room, why: str) -> Outcome:
     room = replace(room, players={p: r.at_end() for p, r in room.players.items()})
     results = ranked_results(room.players)
     room = replace(room, state=TRANSITIONS[(room.state, why)], results=results)
+    return _emit(room, race_over)
+
+
+def race_over(room: Room, seq: int) -> RaceOver:
+    """The event of a finished room's race: its results, the seed revealed (a daily's
+    is not, nor its par: they come out together once the day is over)."""
     assert room.seed is not None
     daily = room.settings.daily
-    seed = None if daily else room.seed
-    return _emit(
-        room,
-        lambda r, s: RaceOver(
-            r.code,
-            s,
-            r.race,
-            r.settings.variant,
-            seed,
-            results,
-            daily,
-            r.settings.attempt or None,
-            bot=True if daily and r.settings.bot else None,
-            par=None if daily else r.par,  # a daily's par comes out with its seed
-        ),
+    return RaceOver(
+        room.code,
+        seq,
+        room.race,
+        room.settings.variant,
+        None if daily else room.seed,
+        room.results,
+        daily,
+        room.settings.attempt or None,
+        bot=True if daily and room.settings.bot else None,
+        par=None if daily else room.par,
     )
 
 
