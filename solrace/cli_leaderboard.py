@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 
 from .client.terminal import render_board
+from .client.urls import unreachable_http
 from .engine import VARIANTS
 from .server import BackendUnavailable, ServerConfig, make_backend
 from .server.cli import store_problem
@@ -35,7 +36,7 @@ from .server.daily import (
     rank_entries,
     utc_date,
 )
-from .server.leaderboard import seed_revealed
+from .server.leaderboard import MAX_LIMIT, seed_revealed
 
 __all__ = ["register"]
 
@@ -88,7 +89,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--url", default=DEFAULT_URL, help=f"show: the server ({DEFAULT_URL})")
     parser.add_argument(
         "--player",
-        help="show: rank this player (the player id); keep, remove: whose entry (the id or the name)",
+        help="show: rank this player (the player id, or the name the board shows); keep, "
+        "remove: whose entry (the id or the name)",
     )
     parser.add_argument("--limit", type=int, default=20, help="show: how many (20)")
     parser.add_argument(
@@ -176,21 +178,71 @@ def _missing_store(args: argparse.Namespace) -> str | None:
     )
 
 
+class _ShowFailed(Exception):
+    """``leaderboard show`` cannot show the board: a sentence to print."""
+
+
+def _get_board(base: str, url: str, query: dict[str, str]) -> dict[str, Any]:
+    """A board from the server's ``/api/leaderboard`` (raises _ShowFailed)."""
+    address = f"{base}/api/leaderboard?{urllib.parse.urlencode(query)}"
+    try:
+        with urllib.request.urlopen(address, timeout=10) as response:
+            board: dict[str, Any] = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        try:
+            said = json.loads(error.read())
+            sentence = f"{said.get('message', error.reason)} [{said.get('code', error.code)}]"
+        except ValueError:
+            sentence = f"the server answered HTTP {error.code}: {error.reason}"
+        raise _ShowFailed(sentence) from None
+    except (urllib.error.URLError, OSError) as error:
+        raise _ShowFailed(unreachable_http(url, error)) from None
+    except ValueError:
+        raise _ShowFailed(
+            f"the server at {url} did not answer with a board (is it a solrace server?)"
+        ) from None
+    return board
+
+
+def _named(base: str, url: str, query: dict[str, str], player: str) -> str | None:
+    """The player id of the board's entry named ``player`` (a name as the board shows it,
+    in any case) among its top ``MAX_LIMIT``; None if no entry has that name (raises
+    _ShowFailed if more than one player has it)."""
+    board = _get_board(base, url, {**query, "limit": str(MAX_LIMIT)})
+    wanted = player.casefold()
+    ids = sorted({e["player_id"] for e in board["top"] if str(e["name"]).casefold() == wanted})
+    if len(ids) > 1:
+        raise _ShowFailed(
+            f"{len(ids)} players named {player!r} on the board: give the player id, "
+            f"one of {', '.join(ids)}"
+        )
+    return ids[0] if ids else None
+
+
 def _show(args: argparse.Namespace, date: str, variants: list[str]) -> int:
+    """Each variant's board; with ``--player`` (an id, or a name as the board shows it)
+    that player's rank and the ranks around it."""
     base = args.url.replace("ws://", "http://", 1).replace("wss://", "https://", 1).rstrip("/")
     for variant in variants:
         query = {"variant": variant, "date": date, "limit": str(args.limit), "board": args.board}
-        if args.player:
-            query["player"] = args.player
-        url = f"{base}/api/leaderboard?{urllib.parse.urlencode(query)}"
         try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                board = json.loads(response.read())
-        except (urllib.error.URLError, OSError) as error:
-            print(f"solrace leaderboard: cannot reach {base}: {error}", file=sys.stderr)
+            board = _get_board(base, args.url, {**query, **_player(args)})
+            if args.player and board.get("you") is None:
+                # Not a player id that ranks here: the name of an entry, perhaps.
+                player_id = _named(base, args.url, query, args.player)
+                if player_id is not None:
+                    board = _get_board(base, args.url, {**query, "player": player_id})
+        except _ShowFailed as error:
+            print(f"solrace leaderboard: {error}", file=sys.stderr)
             return 1
         print(render_board(board))
+        if args.player and board.get("you") is None:
+            print(f"{args.player}: no ranked entry on this board (a player id, or a name)")
     return 0
+
+
+def _player(args: argparse.Namespace) -> dict[str, str]:
+    return {"player": args.player} if args.player else {}
 
 
 def _config(args: argparse.Namespace) -> ServerConfig:
@@ -305,15 +357,20 @@ async def _flagged(args: argparse.Namespace) -> int:
 
 async def _player_id(backend: Any, date: str, variant: str, player: str) -> str:
     """The player id of ``player``, a player id or the name of an entry of the day (the
-    lists of ``flagged`` and ``export`` show names first); raise ValueError for a name that
-    more than one player of the day's entries has."""
+    lists of ``flagged`` and ``export`` show names first; a name in any case); raise
+    ValueError where it names more than one player of the day's entries: two players of
+    that name, or a name that is another player's id (a player may pick a name that reads
+    as someone else's id, for an operator's remove to hit that player)."""
+    if player.startswith("id:"):
+        return player.removeprefix("id:")  # a player id, and nothing else
     entries = await backend.daily_entries(date, variant)
-    if any(e.player_id == player for e in entries):
-        return player
-    ids = sorted({e.player_id for e in entries if e.name == player})
+    by_id = {e.player_id for e in entries if e.player_id == player}
+    by_name = {e.player_id for e in entries if e.name.casefold() == player.casefold()}
+    ids = sorted(by_id | by_name)
     if len(ids) > 1:
         raise ValueError(
-            f"{len(ids)} players named {player!r}: give the player id, one of {', '.join(ids)}"
+            f"{player!r} names {len(ids)} players of the day: give id: and the player id of "
+            f"the one meant, among {', '.join(ids)} (the export's player_id column)"
         )
     return ids[0] if ids else player
 

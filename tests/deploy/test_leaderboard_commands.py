@@ -189,3 +189,44 @@ async def test_an_export_before_the_reveal_carries_the_commitment_alone(tmp_path
     assert row["commitment"] == daily_commitment(
         (folder / "secret.key").read_bytes(), today, "canfield"
     )
+
+
+async def test_a_name_that_reads_as_another_players_id_is_refused_not_guessed(
+    tmp_path: Path,
+) -> None:
+    """A player named as another player's id: ``remove`` given that text once removed the
+    other player (an id was looked for first). Now it names both and is refused; ``id:``
+    says which is meant, and a name is found in any case."""
+    folder = tmp_path / "node-data"
+    backend = EmbeddedBackend(folder)
+    await backend.start()
+    try:
+        victim = Entry(DATE, "canfield", "v1d2e3f4a5b6c7d8", "Vic", 1, "stuck", 30, 9, 1_000)
+        cheat = Entry(DATE, "canfield", "a1b2c3d4e5f6a7b8", victim.player_id, 1, "won", 52, 9, 9)
+        for entry in (victim, cheat):
+            await backend.save_daily_entry(entry)
+    finally:
+        await backend.close()
+    store = ("--data-dir", str(folder))
+
+    def ranks() -> dict[str, str]:
+        out = leaderboard(tmp_path, "export", "--date", DATE, *store).stdout
+        return {r["player_id"]: r["rank"] for r in csv.DictReader(io.StringIO(out))}
+
+    line = refusal(
+        leaderboard(
+            tmp_path, "remove", DATE, "canfield", victim.player_id, "--reason", "x", *store
+        ),
+        "remove",
+    )
+    assert "names 2 players" in line and cheat.player_id in line and "id:" in line
+    assert ranks() == {cheat.player_id: "1", victim.player_id: "2"}  # nothing removed
+
+    by_id = leaderboard(
+        tmp_path, "remove", DATE, "canfield", f"id:{cheat.player_id}", "--reason", "x", *store
+    )
+    assert by_id.returncode == 0, by_id.stderr
+    assert ranks() == {cheat.player_id: "", victim.player_id: "1"}
+    by_name = leaderboard(tmp_path, "remove", DATE, "canfield", "vIC", "--reason", "y", *store)
+    assert by_name.returncode == 0, by_name.stderr
+    assert ranks() == {cheat.player_id: "", victim.player_id: ""}
