@@ -94,6 +94,9 @@ class RoomCommands:
                 max_players=1,
                 winnable=False,
                 time_limit=min(longest, max(req.time_limit, ghost.end[3] // 1000 + 10)),
+                # The person plays on to the end: the run's own finish is not a first win
+                # that ends the race (it would end it before the person could win it).
+                finish=rooms.Finish.EVERYONE.value,
             )
         rooms.check_variant(req.variant)
         cfg = self.node.config

@@ -654,6 +654,12 @@ def set_settings(
         raise _fail(
             ErrorCode.WRONG_STATE, "the settings change in the lobby or after a race, not now"
         )
+    if room.settings.ghost is not None and finish is Finish.FIRST:
+        raise _fail(
+            ErrorCode.BAD_SETTINGS,
+            "finish: a ghost race runs to the end of your game ('everyone'); the run's own "
+            "finish does not end it",
+        )
     settings = replace(
         room.settings,
         spectators=room.settings.spectators if spectators is None else spectators,
@@ -942,7 +948,9 @@ def _deadline(room: Room, players: dict[str, PlayerRace]) -> int | None:
     if room.settings.finish is not Finish.FIRST or room.starts_ms is None:
         return deadline
     wins = [
-        r.finished_ms for r in players.values() if r.status == "won" and r.finished_ms is not None
+        r.finished_ms
+        for r in players.values()
+        if r.status == "won" and r.finished_ms is not None and r.ghost is None
     ]
     if not wins:
         return deadline

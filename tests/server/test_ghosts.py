@@ -182,3 +182,36 @@ async def test_a_run_is_named_by_its_player_s_name_too(
             await eli.leave()
             await eli.create_room("canfield", ghost=f"{code}/1/Nobody")
         assert "their name in the race's results" in str(refused.value)
+
+
+async def test_the_runs_own_win_never_ends_a_ghost_race(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ghost room asked for "first to finish" (the ghost's recorded win would end the
+    race a few seconds later, before the person could win it) runs to the person's end."""
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    code, ann_id = await _recorded(server, "live", line)
+    async with Client(server.url, name="Dee", request_timeout=TIMEOUT) as dee:
+        room = await dee.create_room(
+            "canfield", ghost=f"{code}/1/{ann_id}", countdown=0, finish="first", finish_grace=0
+        )
+        assert room["settings"]["finish"] == "everyone"
+        with pytest.raises(ServerError) as refused:
+            await dee.set_settings(finish="first")
+        assert refused.value.code == "bad_settings" and "ghost" in str(refused.value)
+        await dee.start()
+        await dee.next_event("race_started", timeout=TIMEOUT)
+        async with asyncio.timeout(TIMEOUT):
+            async for event in dee.events():
+                assert event["type"] != "race_over"
+                if event["type"] == "progress" and any(
+                    e.get("ghost") and e["status"] == "won" for e in event["players"]
+                ):
+                    break
+        await asyncio.sleep(0.3)  # a grace of 0 would have ended it by now
+        for move in line:
+            await dee.move(move)
+        over = await dee.next_event("race_over", timeout=TIMEOUT)
+    statuses = {r.get("ghost", False): r["status"] for r in over["results"]}
+    assert statuses == {True: "won", False: "won"}
