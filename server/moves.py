@@ -161,8 +161,8 @@ class MovePath:
         Rebuilt from the move log when this node has none. With ``check``, a game kept
         here is first checked against the log's length, for the player may have played
         on through another node meanwhile (a log only grows, so the same length is the
-        same log). A game rebuilt for ``charge`` (a session's snapshot) is charged to its
-        message rates (:meth:`.budgets.Guard.owe_replay`).
+        same log). A game rebuilt for ``charge`` (a session's snapshot, move or resign)
+        is charged to its message rates (:meth:`.budgets.Guard.owe_replay`).
         """
         game = held.games_of(room.race).get(player_id)
         backend = self.node.backend
@@ -324,7 +324,9 @@ class MovePath:
     async def move(self, session: Session, req: PlayMove) -> None:
         """A move, from the connection's task."""
         held, room, player_id = self.checked(session)
-        game = await self.game(held, room, player_id)
+        # A game this node lets go of (a failed append, a stale copy) is rebuilt for the
+        # player's next move: its CPU is theirs to pay for, as a sync's is.
+        game = await self.game(held, room, player_id, charge=session)
         rev = game.moves
         if req.rev != rev:
             if req.rev < rev and format_move(game.log[req.rev]) == normalise(req.move):
@@ -377,7 +379,7 @@ class MovePath:
         another node, and a stale game's standing would overwrite theirs)."""
         node = self.node
         held, room, player_id = self.checked(session)
-        game = await self.game(held, room, player_id, check=True)
+        game = await self.game(held, room, player_id, check=True, charge=session)
         game.resign()
         held.pending.pop(player_id, None)
         # The standing comes from the game (rebuilt from the log), not from the room: the

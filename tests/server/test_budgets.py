@@ -355,3 +355,40 @@ async def test_a_resume_that_rebuilds_a_long_game_is_charged_to_the_rates(
     refused = await back.request({"type": "ping"})
     assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
     assert refused["retry_after"] > 0.5, refused
+
+
+@pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+async def test_a_move_that_rebuilds_a_long_game_is_charged_to_the_rates(
+    start_server: ServerFactory,
+) -> None:
+    """The node lets go of a game it holds where an append failed (or, on Redis, a copy
+    was stale); the player's next move rebuilds it from its log. That rebuild is owed to
+    the rates as a resume's is: a player who could make the node drop its game again and
+    again would otherwise stall the node's other players for the price of a move."""
+    server = await start_server(budgets=LOOSE_BUDGETS)
+    raw = await RawClient.open(server.url, name="long")
+    made = await raw.request(
+        {
+            "type": "create_room",
+            "variant": "canfield",
+            "countdown": 0,
+            "max_players": 1,
+            "winnable": False,
+            "undo": True,
+        }
+    )
+    code = made["room"]["code"]
+    await raw.request({"type": "start"})
+    started = await raw.recv(lambda f: f.get("type") == "race_started")
+    race = started.get("race", 1)
+    backend = server.node.backend
+    moves = 9_000  # draw and undo, legal for ever: 90 messages (of a burst of 60)
+    for rev in range(moves):
+        await backend.append_move(code, race, raw.player_id, rev, "d" if rev % 2 == 0 else "u", rev)
+    server.node.held[code].games.pop(raw.player_id)  # as after a failed append
+
+    acked = await raw.request({"type": "move", "move": "d", "rev": moves})
+    assert acked["type"] == "ack" and acked["rev"] == moves + 1, acked
+    refused = await raw.request({"type": "ping"})
+    assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
+    assert refused["retry_after"] > 0.5, refused
