@@ -267,6 +267,7 @@ class RoomCommands:
         held = node.held.get(code)
         if held is not None:
             await node.moves.flush(held)  # a leaver resigns with every move it made
+        await self.settle(code)  # and with those its logs hold that no one reported
         outcome = await node.backend.update_room(
             code, lambda r: rooms.leave(r, player_id, node.now_ms())
         )
@@ -560,6 +561,33 @@ class RoomCommands:
             node.tick_later(code, 0.0)
         if codes:
             log.info("rooms_recovered", rooms=len(codes), downtime_ms=downtime)
+
+    async def settle(self, code: str, *, due_only: bool = False) -> None:
+        """Standings of a running race caught up with its move logs, where the store is
+        shared (Redis): a node stopped after a move's append and before its report left
+        the room's standing behind its log, and a race ended by its time limit, or a
+        player's leave, on another node then ranked the player without those moves (and
+        the results disagreed with the replays). With ``due_only``, only when one of the
+        room's deadlines has passed (a tick that may end the race or a player's game)."""
+        node = self.node
+        if node.backend.in_process:
+            return  # one node: its logs and standings are caught up at its restart
+        room = await node.backend.load_room(code)
+        if room is None or room.state is not RoomState.RACING:
+            return
+        if due_only:
+            when = rooms.next_deadline(room, node.grace_ms)
+            if when is None or node.now_ms() < when:
+                return
+        held = node.held.get(code)
+        if held is not None:
+            await node.moves.flush(held)  # this node's own reports first
+            room = await node.backend.load_room(code)
+            if room is None or room.state is not RoomState.RACING:
+                return
+        outcome = await self._reconcile(room, Outcome(room))
+        if outcome.events:
+            await node.fanout.publish(code, outcome)
 
     async def _reconcile(self, room: Room, outcome: Outcome) -> Outcome:
         """Standings and boards the room lacks (moves logged, not reported or not kept

@@ -669,6 +669,7 @@ class Node:
         if held is not None:
             self.moves.keep_boards_now(held)  # a deadline may end the race
         try:
+            await self.commands.settle(code, due_only=True)  # with every move logged
             outcome = await self.backend.update_room(
                 code, lambda r: rooms.tick(r, self.now_ms(), self.grace_ms)
             )

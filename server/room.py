@@ -898,8 +898,8 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
     """Record several players' new standings as one ``progress`` event.
 
     A standing of a player whose game is over already, or who is not in the race, is
-    left out (it may have waited while the game ended); the race ends when every player
-    is done. Nothing at all is recorded outside a running race.
+    left out (it may have waited while the game ended), and so is one of fewer moves than
+    the standing kept; the race ends when every player is done. Nothing at all is recorded outside a running race.
     """
     if room.state is not RoomState.RACING:
         raise _fail(ErrorCode.RACE_NOT_STARTED, "no race is running in this room")
@@ -910,6 +910,10 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
     for update in updates:
         current = players.get(update.player_id)
         if current is None or current.over(undo):
+            continue
+        if update.moves is not None and update.moves < current.moves:
+            # Older than the one kept (a game's log only grows): a node's report that
+            # was on its way while the standing was caught up with the log elsewhere.
             continue
         new = players[update.player_id] = _standing(room, update)
         finished = finished or new.over(undo)
