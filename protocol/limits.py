@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Limits", "RateLimiter"]
+__all__ = ["VIOLATION_QUIET_S", "Limits", "RateLimiter"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,16 +34,20 @@ class Limits:
     rate would otherwise fill an hour's race with 108,000, which every resume, restart,
     replay and board then reads."""
     max_rate_violations: int = 50
-    """Refused-for-rate messages after which the connection is closed (1008)."""
+    """Refused-for-rate messages after which the connection is closed (1008), each within
+    :data:`VIOLATION_QUIET_S` of the one before: a minute without one starts the count
+    again, so that a long session's occasional refusals never add up to a close."""
 
 
 INF = float("inf")
+VIOLATION_QUIET_S = 60.0
+"""Seconds without a refused-for-rate message after which their count starts again."""
 
 
 class RateLimiter:
     """A token bucket: ``allow(now)`` says whether one more message fits. Pure: the caller passes time."""
 
-    __slots__ = ("_last", "_rate", "_size", "_tokens", "violations")
+    __slots__ = ("_last", "_rate", "_size", "_tokens", "_violated_at", "violations")
 
     def __init__(self, rate: float, burst: int, now: float) -> None:
         self._rate = rate
@@ -51,6 +55,16 @@ class RateLimiter:
         self._tokens = float(burst)
         self._last = now
         self.violations = 0
+        self._violated_at = now
+
+    def violated(self, now: float) -> int:
+        """Count a message refused for the rate; return the count, which starts again
+        after :data:`VIOLATION_QUIET_S` without one."""
+        if now - self._violated_at > VIOLATION_QUIET_S:
+            self.violations = 0
+        self._violated_at = max(self._violated_at, now)
+        self.violations += 1
+        return self.violations
 
     def _tokens_at(self, now: float) -> float:
         elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing
@@ -102,5 +116,5 @@ class RateLimiter:
         """Take a token if there is one; count a violation if not."""
         if self.take(now):
             return True
-        self.violations += 1
+        self.violated(now)
         return False

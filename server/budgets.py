@@ -311,7 +311,7 @@ class Guard:
         wait = own.take_with(session.address_rate, now, cost)
         if wait > 0:
             if count:
-                session.limiter.violations += 1
+                session.limiter.violated(now)
             return wait
         return None
 

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from solrace.protocol import Limits, RateLimiter
+from solrace.protocol.limits import VIOLATION_QUIET_S
 
 
 def test_the_documented_defaults() -> None:
@@ -126,3 +127,17 @@ def test_take_with_a_bucket_of_no_rate_waits_for_ever() -> None:
     own = RateLimiter(rate=0.0, burst=1, now=0.0)
     assert own.take_with(None, 0.0) == 0.0
     assert own.take_with(None, 100.0) == float("inf")
+
+
+def test_refusals_count_again_after_a_quiet_minute() -> None:
+    """A flood's refusals add up to a close; a long session's occasional ones never do."""
+    limiter = RateLimiter(rate=1.0, burst=1, now=0.0)
+    now = 0.0
+    for _ in range(200):  # one refusal every 70 s, over four hours
+        now += VIOLATION_QUIET_S + 10
+        assert limiter.allow(now) and not limiter.allow(now)
+    assert limiter.violations == 1
+    for step in range(1, 11):  # then a refusal every 50 s: each counts
+        now += VIOLATION_QUIET_S - 10
+        assert limiter.allow(now) and not limiter.allow(now)
+        assert limiter.violations == 1 + step
