@@ -326,6 +326,7 @@ class RoomCommands:
     async def set_settings(self, session: Session, req: SetSettings) -> None:
         """The host changes who may watch, and how, or how the race ends, in the lobby or
         after a race."""
+        code = self.node.in_room(session)  # out of a room, that is the answer
         asked = (req.spectators, req.spectator_delay, req.finish, req.finish_grace)
         if all(value is None for value in asked):
             raise ProtocolError(
@@ -335,7 +336,7 @@ class RoomCommands:
         mode = None if req.spectators is None else rooms.spectator_mode(req.spectators)
         delay = self.spectator_delay(req.spectator_delay)
         finish = None if req.finish is None else rooms.finish_mode(req.finish)
-        record = self.node.record(self.node.in_room(session))
+        record = self.node.record(code)
         limit = (
             record.settings.time_limit if record is not None else self.node.config.max_time_limit_s
         )

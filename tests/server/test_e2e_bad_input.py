@@ -409,6 +409,10 @@ async def test_an_unknown_room_bad_settings_and_a_full_room(
             assert reply["code"] == "bad_settings", (settings, reply)
         reply = await carol.request({"type": "start"})
         assert reply["code"] == "not_in_room"
+        # Out of a room, that is the answer, whatever the settings asked.
+        for settings in ({}, {"finish": "sometimes"}, {"spectators": "live"}):
+            reply = await carol.request({"type": "set_settings", **settings})
+            assert reply["code"] == "not_in_room", (settings, reply)
         # Carol is not stuck: she may watch the room instead.
         joined = await carol.request(
             {"type": "join_room", "code": table.code.lower(), "role": "spectator"}
