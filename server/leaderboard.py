@@ -183,10 +183,14 @@ async def day_board(
 
 
 async def ranked_attempt(backend: Backend, player_id: str, date: str, variant: str) -> Entry | None:
-    """The player's ranked attempt at a day's deal, found among the player's own attempts
-    (not the whole day's: a day of many players is many logs to read for one)."""
+    """The player's ranked attempt at a day's deal, with its move log: found among the
+    player's own attempts (not the whole day's: a day of many players is many logs to read
+    for one), then read whole."""
     entries = await backend.player_history(player_id)
-    return next((e for e in entries if e.date == date and e.variant == variant and e.ranked), None)
+    found = next((e for e in entries if e.date == date and e.variant == variant and e.ranked), None)
+    if found is None:
+        return None
+    return await backend.daily_entry(date, variant, player_id, found.attempt)
 
 
 async def player_history(backend: Backend, player_id: str, *, now_ms: int) -> dict[str, Any]:

@@ -493,7 +493,8 @@ class Backend(ABC):
     async def daily_top(
         self, date: str, variant: str, offset: int, limit: int, board: str = "people"
     ) -> list[Entry]:
-        """Ranked entries of a day's board in score order, from ``offset``."""
+        """Ranked entries of a day's board in score order, from ``offset``, without their
+        move logs (a board's cost must not grow with its entries' logs)."""
 
     @abstractmethod
     async def daily_index(
@@ -517,11 +518,19 @@ class Backend(ABC):
 
     @abstractmethod
     async def player_history(self, player_id: str) -> list[Entry]:
-        """Every attempt the player made, oldest day first."""
+        """Every attempt the player made, oldest day first, without their move logs (a
+        history of many attempts is read whole for each look at it)."""
+
+    @abstractmethod
+    async def daily_entry(
+        self, date: str, variant: str, player_id: str, attempt: int
+    ) -> Entry | None:
+        """One attempt at a day's deal, with its move log."""
 
     @abstractmethod
     async def best_entries(self, variant: str, limit: int, board: str = "people") -> list[Entry]:
-        """The best entries of a variant's board over all days, in score order."""
+        """The best entries of a variant's board over all days, in score order, without
+        their move logs."""
 
     @abstractmethod
     async def remove_daily_entry(

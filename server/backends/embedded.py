@@ -122,6 +122,7 @@ CREATE TABLE IF NOT EXISTS daily_entries (
     PRIMARY KEY (date, variant, player_id, attempt)
 );
 CREATE INDEX IF NOT EXISTS daily_board ON daily_entries (variant, ranked, removed, score);
+CREATE INDEX IF NOT EXISTS daily_player ON daily_entries (player_id);
 CREATE TABLE IF NOT EXISTS daily_addresses (
     date TEXT NOT NULL,
     variant TEXT NOT NULL,
@@ -1097,12 +1098,16 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
     def _entries(self, sql: str, args: tuple[Any, ...]) -> list[Entry]:
         return [Entry.from_dict(json.loads(row[0])) for row in self.db.execute(sql, args)]
 
+    # An entry's data without its move log: SQLite leaves the log out before Python reads
+    # a byte of it (a 10,000-move log is over 100 KB of JSON).
+    _PUBLIC = "json_remove(data, '$.log', '$.times')"
+
     async def daily_top(
         self, date: str, variant: str, offset: int, limit: int, board: str = "people"
     ) -> list[Entry]:
         """The board from SQLite, ties in player id order."""
         return self._entries(
-            f"SELECT data FROM daily_entries WHERE {self._BOARD} "
+            f"SELECT {self._PUBLIC} FROM daily_entries WHERE {self._BOARD} "
             "ORDER BY score, player_id LIMIT ? OFFSET ?",
             (date, variant, board, limit, offset),
         )
@@ -1152,14 +1157,27 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
     async def player_history(self, player_id: str) -> list[Entry]:
         """The player's attempts, oldest first."""
         return self._entries(
-            "SELECT data FROM daily_entries WHERE player_id = ? ORDER BY date, variant, attempt",
+            f"SELECT {self._PUBLIC} FROM daily_entries WHERE player_id = ? "
+            "ORDER BY date, variant, attempt",
             (player_id,),
         )
+
+    async def daily_entry(
+        self, date: str, variant: str, player_id: str, attempt: int
+    ) -> Entry | None:
+        """The attempt's row, whole."""
+        entries = self._entries(
+            "SELECT data FROM daily_entries WHERE date = ? AND variant = ? AND player_id = ? "
+            "AND attempt = ?",
+            (date, variant, player_id, attempt),
+        )
+        return entries[0] if entries else None
 
     async def best_entries(self, variant: str, limit: int, board: str = "people") -> list[Entry]:
         """The variant's best entries of a board over all days."""
         return self._entries(
-            "SELECT data FROM daily_entries WHERE variant = ? AND board = ? AND ranked = 1 "
+            f"SELECT {self._PUBLIC} FROM daily_entries WHERE variant = ? AND board = ? "
+            "AND ranked = 1 "
             "AND removed = 0 AND flagged = 0 ORDER BY score, date, player_id LIMIT ?",
             (variant, board, limit),
         )

@@ -124,13 +124,14 @@ class RedisDailyMixin:
             if verdict is not None:
                 entry = judged(entry, *json.loads(verdict))
         data = json.dumps(entry.to_dict())
+        public = json.dumps(entry.public())  # boards and histories hold no move log
         member = f"{entry.player_id}:{entry.attempt}"
         with self._guard():
             await self._redis.hsetnx(self._day(entry.date, entry.variant, "all"), member, data)
             await self._redis.hsetnx(
                 self._history(entry.player_id),
                 f"{entry.date}:{entry.variant}:{entry.attempt}",
-                data,
+                public,
             )
             if not entry.ranked:
                 return entry
@@ -142,7 +143,7 @@ class RedisDailyMixin:
                     self._in_review(), f"{entry.date}|{entry.variant}|{entry.player_id}"
                 )
                 return entry
-            await self._put_on_board(entry, data)
+            await self._put_on_board(entry, public)
         return entry
 
     async def _put_on_board(self, entry: Entry, data: str) -> None:
@@ -233,6 +234,14 @@ class RedisDailyMixin:
             (self._load(raw) for raw in raws), key=lambda e: (e.date, e.variant, e.attempt)
         )
 
+    async def daily_entry(
+        self, date: str, variant: str, player_id: str, attempt: int
+    ) -> Entry | None:
+        """HGET of the day's every attempt (whole, its log with it)."""
+        with self._guard():
+            raw = await self._redis.hget(self._day(date, variant, "all"), f"{player_id}:{attempt}")
+        return None if raw is None else self._load(raw)
+
     async def best_entries(self, variant: str, limit: int, board: str = "people") -> list[Entry]:
         """ZRANGE of the variant's all-time board."""
         if limit <= 0:
@@ -295,12 +304,13 @@ class RedisDailyMixin:
                 return None
             kept = replace(self._load(raw), kept=reason)
             data = json.dumps(kept.to_dict())
-            await self._put_on_board(kept, data)
+            public = json.dumps(kept.public())
+            await self._put_on_board(kept, public)
             await self._redis.hset(
                 self._day(date, variant, "all"), f"{player_id}:{kept.attempt}", data
             )
             await self._redis.hset(
-                self._history(player_id), f"{date}:{variant}:{kept.attempt}", data
+                self._history(player_id), f"{date}:{variant}:{kept.attempt}", public
             )
             await self._redis.hdel(flagged, player_id)
             await self._redis.srem(self._in_review(), f"{date}|{variant}|{player_id}")

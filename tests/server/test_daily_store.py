@@ -63,6 +63,27 @@ async def test_people_and_bots_have_boards_of_their_own(backend: Backend) -> Non
     assert len(await backend.daily_entries(DATE, "canfield")) == 3
 
 
+async def test_boards_and_histories_are_read_without_the_move_logs(backend: Backend) -> None:
+    """A board's page, the all-time best and a player's history are read for every look at
+    them; a 10,000-move log in each of their entries made each look parse them all. They
+    come without logs; one attempt, read whole, has its log (a replay, a ghost)."""
+    log = ["d", "u"] * 5_000
+    long = entry("ann", 20, 5_000, log=log, times=list(range(len(log))), moves=len(log))
+    await backend.save_daily_entry(long)
+    await backend.keep_daily_entry(DATE, "canfield", "ann", "kept")  # not flagged: no-op
+    for read in (
+        await backend.daily_top(DATE, "canfield", 0, 10),
+        await backend.best_entries("canfield", 10),
+        await backend.player_history("ann"),
+    ):
+        (got,) = read
+        assert (got.player_id, got.moves, got.log, got.times) == ("ann", len(log), [], [])
+        assert got.score == long.score
+    whole = await backend.daily_entry(DATE, "canfield", "ann", 1)
+    assert whole is not None and whole.log == log and whole.times == long.times
+    assert await backend.daily_entry(DATE, "canfield", "ann", 2) is None
+
+
 async def test_the_ranks_follow_when_each_count_was_first_reached(backend: Backend) -> None:
     # More cards first; for as many, the one that got there first, however late it ended.
     await backend.save_daily_entry(entry("quick-quit", 12, 9_000))
