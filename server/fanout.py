@@ -105,10 +105,12 @@ class FanOut:
         node = self.node
         backend = node.backend
         config = node.config
+        people = [r["player_id"] for r in event.results if not r.get("ghost")]
         if event.daily is None:
             assert event.seed is not None
             await backend.save_results(code, event.race, event.variant, event.seed, event.results)
             await self._archive(code, event, room)
+            await backend.drop_race_logs(code, event.race, people)  # copied for replays
             return
         seed = (await node.deals.daily(event.daily, event.variant)).seed
         board = "bots" if event.bot else "people"
@@ -157,6 +159,7 @@ class FanOut:
                 flag=entry.flag,
             )
         await backend.drop_daily_rooms(event.daily, event.variant, [code])
+        await backend.drop_race_logs(code, event.race, people)  # the entries hold them
 
     # -- in from the backend -------------------------------------------------------------
 

@@ -343,6 +343,12 @@ class Backend(ABC):
         """Delete a deleted room's move logs and boards (the node calls it once the
         room's last events, which may need the logs, are handled)."""
 
+    @abstractmethod
+    async def drop_race_logs(self, code: str, race: int, player_ids: list[str]) -> None:
+        """Delete a finished race's move logs once its results (and its copy for replays,
+        or the daily attempt's entry) are written: a room that races on and on would
+        otherwise keep every race's logs for as long as it lives."""
+
     async def read_moves(self, code: str, race: int, player_id: str) -> list[str]:
         """A player's logged moves in a race, in order."""
         return [move for move, _ in await self.read_timed_moves(code, race, player_id)]

@@ -813,6 +813,14 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         for race in [r for c, r in self._first if c == code]:
             del self._first[(code, race)]
 
+    async def drop_race_logs(self, code: str, race: int, player_ids: list[str]) -> None:
+        """Delete the race's rows of ``logs`` (and what this pass holds of them)."""
+        db = self._write()
+        self._write_pending(db)
+        db.execute("DELETE FROM logs WHERE code = ? AND race = ?", (code, race))
+        for key in [k for k in self._logs if k[0] == code and k[1] == race]:
+            del self._logs[key]
+
     async def read_timed_moves(self, code: str, race: int, player_id: str) -> list[tuple[str, int]]:
         """The player's logged moves, in order, each with its time in the race (ms)."""
         key = (code, race, player_id)

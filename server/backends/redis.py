@@ -875,6 +875,17 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         if self._known(code):
             await self._drop_logs(code)
 
+    async def drop_race_logs(self, code: str, race: int, player_ids: list[str]) -> None:
+        """UNLINK the race's log streams (if this fails, their time to live does it)."""
+        if not self._known(code) or not player_ids:
+            return
+        keys = [self._log_key(code, race, player_id) for player_id in player_ids]
+        try:
+            await self._redis.srem(self._room_key(code, "logs"), *keys)
+            await self._redis.unlink(*keys)
+        except UNAVAILABLE_ERRORS as error:
+            log.warning("race_logs_left", room=code, race=race, error=str(error))
+
     async def _drop_logs(self, code: str) -> None:
         """Delete a deleted room's move logs (if this fails, their time to live does it)."""
         logs = self._room_key(code, "logs")
