@@ -30,6 +30,7 @@ URL_HELP = (
     "server URL: ws://HOST:PORT/, or the page's address, http(s)://HOST:PORT/ or a room's "
     "link http(s)://HOST:PORT/r/CODE"
 )
+NO_ROOM = "name the room to watch: solrace watch URL CODE, or the room's link [no_room]"
 PLAIN_HELP = (
     "the line-by-line client, for scripts (the default when the output is not a terminal); "
     "without it a terminal gets the full-screen client"
@@ -125,7 +126,8 @@ def register(subparsers: Any) -> None:
 
 
 class _Refused(Exception):
-    """A command line that cannot be carried out: its stable code and a sentence."""
+    """A command line that cannot be carried out: a sentence, its stable code last in
+    brackets (as the server's refusals are shown)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -143,7 +145,7 @@ def _server(args: argparse.Namespace) -> tuple[str, str | None]:
     code = given.strip().upper() if given else None
     if code and parsed.code and code != parsed.code:
         raise _Refused(
-            f"two_rooms: the link names room {parsed.code} but the command names room {code}"
+            f"the link names room {parsed.code} but the command names room {code} [two_rooms]"
         )
     return parsed.ws, code or parsed.code
 
@@ -195,18 +197,10 @@ def build_app(args: argparse.Namespace) -> RaceApp:
     color = not args.no_color and "NO_COLOR" not in os.environ
     if args.command == "watch":
         if code is None:
-            raise _Refused(
-                "no_room: name the room to watch: solrace watch URL CODE, or the room's link"
-            )
-        return RaceApp(
-            url,
-            mode="watch",
-            name=args.name,
-            token=_token(url),
-            join=code,
-            color=color,
-            keep_guest=True,
-        )
+            raise _Refused(NO_ROOM)
+        # A spectator keeps no guest (it has no seat to come back to): two watches never
+        # take each other's connection over.
+        return RaceApp(url, mode="watch", name=args.name, token=_token(url), join=code, color=color)
     name = args.name or getpass.getuser()
     if args.command == "daily":
         return RaceApp(
@@ -276,9 +270,7 @@ def _watch(args: argparse.Namespace) -> int:
     try:
         url, code = _server(args)
         if code is None:
-            raise _Refused(
-                "no_room: name the room to watch: solrace watch URL CODE, or the room's link"
-            )
+            raise _Refused(NO_ROOM)
     except _Refused as error:
         return _refused("watch", error)
     color = _color(args)
@@ -290,7 +282,6 @@ def _watch(args: argparse.Namespace) -> int:
             name=args.name,
             token=_token(url),
             color=color,
-            keep_guest=True,
         )
     )
 

@@ -49,7 +49,7 @@ from ..protocol import (
     codec_for,
 )
 
-__all__ = ["Client", "ClientClosed", "ServerError"]
+__all__ = ["RESUME_TIMEOUT_S", "SERVER_RESUME_GRACE_S", "Client", "ClientClosed", "ServerError"]
 
 RESUMABLE_CLOSE_CODES = frozenset({1001, 1006, 1011, 1012, 1013, 1014})
 #: Requests are spaced out by the interval the server's rate refusals show, times this:
@@ -57,6 +57,15 @@ RESUMABLE_CLOSE_CODES = frozenset({1001, 1006, 1011, 1012, 1013, 1014})
 PACE_MARGIN = 1.25
 #: The longest interval between requests the refusals may set.
 MAX_PACE_S = 2.0
+SERVER_RESUME_GRACE_S = 60.0
+"""How long a server keeps a dropped player's seat for it to resume (its default
+``resume_grace_s``): counted from when it notices the drop, or from when it is back after
+a restart. tests/client/test_cli_guests.py checks that it is the server's."""
+RESUME_TIMEOUT_S = 90.0
+"""How long a client tries to resume a dropped connection before giving up: longer than
+the server keeps the seat (:data:`SERVER_RESUME_GRACE_S`), since the server may notice a
+dead connection only later (its pings), so that a client never gives up a seat the server
+still keeps."""
 
 
 class ServerError(Exception):
@@ -109,7 +118,7 @@ class Client:
         token: str | None = None,
         subprotocol: str = MSGPACK_SUBPROTOCOL,
         resume: bool = True,
-        resume_timeout: float = 30.0,
+        resume_timeout: float = RESUME_TIMEOUT_S,
         request_timeout: float = 30.0,
         legal_moves: bool = True,
         account: str | None = None,
@@ -117,6 +126,7 @@ class Client:
         bot: bool = False,
         on_welcome: Callable[[Client], None] | None = None,
         drop_unknown_token: bool = False,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self.url = url
         self.name = name
@@ -128,6 +138,9 @@ class Client:
         """Whether a token the server refuses (``bad_token``) is dropped for a new guest
         named ``name``: a guest's token kept from an earlier run, on a server that has
         forgotten it."""
+        self.on_close = on_close
+        """Called once the client is closed (by :meth:`close`): what the caller held for
+        the connection's life, let go of (a kept guest's lock)."""
         self.account: dict[str, Any] | None = None
         """The identity's account (``name``, ``created_ms``), or None for a guest."""
         self._login = (account, password) if account is not None else None
@@ -228,15 +241,20 @@ class Client:
     async def close(self) -> None:
         """Close the connection for good."""
         self._closing = True
-        if self._ws is not None:
-            await self._ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
-        self._connected.clear()
-        self._fail_all(ClientClosed("the client was closed"))
-        self._events.put_nowait(None)
+        try:
+            if self._ws is not None:
+                await self._ws.close()
+            if self._reader is not None:
+                self._reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._reader
+        finally:
+            self._connected.clear()
+            self._fail_all(ClientClosed("the client was closed"))
+            self._events.put_nowait(None)
+            if self.on_close is not None:
+                on_close, self.on_close = self.on_close, None
+                on_close()
 
     async def __aenter__(self) -> Client:
         await self.connect()

@@ -9,14 +9,22 @@ the account until its password changes or its tokens are revoked; no password is
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import sys
 import tempfile
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
+if sys.platform == "win32":
+    import msvcrt
+else:
+    import fcntl
+
 __all__ = [
+    "GuestHold",
     "forget_guest",
     "forget_login",
     "guests_path",
@@ -25,6 +33,7 @@ __all__ = [
     "store_guest",
     "store_login",
     "stored_guest",
+    "stored_guests",
     "stored_login",
 ]
 
@@ -36,10 +45,11 @@ def logins_path() -> Path:
 
 
 def guests_path() -> Path:
-    """The file of guest tokens kept by ``solrace play``, ``daily`` and ``watch``: beside
-    the logins, mapping each server URL to ``{name: token}``, so that a guest whose client
-    died comes back as the same player (into the race it was in) by running the same
-    command again. A guest's token stands for nothing more than that guest."""
+    """The file of guest tokens kept by ``solrace play`` and ``daily``: beside the logins,
+    mapping each server URL to ``{name: token}``, so that a guest whose client died comes
+    back as the same player (into the race it was in) by running the same command again.
+    A guest's token stands for nothing more than that guest. (``watch`` keeps none: a
+    spectator has nothing to come back to.)"""
     return logins_path().with_name("guests.json")
 
 
@@ -112,6 +122,14 @@ def stored_guest(url: str, name: str) -> str | None:
     return token if isinstance(token, str) else None
 
 
+def stored_guests(url: str) -> dict[str, str]:
+    """Every guest kept for a server, ``{name: token}``."""
+    guests = _load(guests_path()).get(normal_url(url))
+    if not isinstance(guests, dict):
+        return {}
+    return {k: v for k, v in guests.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def store_guest(url: str, name: str, token: str) -> None:
     """Keep a guest's token for a server (the guest's name as the server gave it)."""
     path = guests_path()
@@ -131,3 +149,58 @@ def forget_guest(url: str, name: str) -> None:
     guests = everyone.get(normal_url(url))
     if isinstance(guests, dict) and guests.pop(name, None) is not None:
         _save(path, everyone)
+
+
+class GuestHold:
+    """A run's claim on the guest kept for a server and name: a lock file (under
+    ``guests.locks/`` beside the guests file) locked for as long as the run holds it.
+
+    The server takes one connection per player: a second run going as the same guest
+    would take the first's connection over (close code 4001). So a kept token is only
+    sent by a run that holds it, and only a run that holds it keeps its token. The lock
+    (``flock``; a byte lock on Windows) goes with the process: a run that dies, even
+    killed, lets go of it, and the next run of the same command holds it and comes back
+    as the same guest.
+    """
+
+    def __init__(self, url: str, name: str) -> None:
+        key = hashlib.sha256(f"{normal_url(url)}\n{name}".encode()).hexdigest()[:32]
+        self.path = guests_path().with_name("guests.locks") / f"{key}.lock"
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this run holds the guest."""
+        return self._fd is not None
+
+    def take(self) -> bool:
+        """Hold the guest unless another live run does (or the lock cannot be made, in a
+        home that cannot be written); whether this run holds it now."""
+        if self._fd is not None:
+            return True
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return False
+        try:
+            _lock(fd)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Let go of the guest (the run is over)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the file unlocks it
+
+
+def _lock(fd: int) -> None:
+    """Lock an open file for this process, or raise OSError if another holds it."""
+    if sys.platform == "win32":
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

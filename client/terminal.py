@@ -15,20 +15,33 @@ from typing import Any, Protocol
 
 from websockets.exceptions import WebSocketException
 
-from .connection import Client, ClientClosed, ServerError
-from .logins import store_guest, stored_guest
+from ..protocol import CloseCode
+from .connection import (
+    RESUME_TIMEOUT_S,
+    SERVER_RESUME_GRACE_S,
+    Client,
+    ClientClosed,
+    ServerError,
+)
+from .logins import GuestHold, store_guest, stored_guest
 from .urls import room_link, unreachable
 
 __all__ = [
     "Console",
+    "KeepGuest",
     "StdConsole",
+    "StillRacing",
+    "client_identity",
+    "gone_words",
     "play",
     "render_progress",
     "render_race",
     "render_results",
     "render_spectators",
     "render_standings",
+    "render_streaks",
     "render_view",
+    "shared_guest_note",
     "watch",
 ]
 
@@ -208,22 +221,59 @@ def render_race(settings: dict[str, Any]) -> str:
     return "race: " + "; ".join(parts) if parts else ""
 
 
+class KeepGuest:
+    """What a command-line client does at each welcome as a guest: keep its token for
+    the server and name (guests.json), while this run holds the guest (:class:`GuestHold`)."""
+
+    def __init__(self, url: str, name: str, hold: GuestHold) -> None:
+        self.url, self.name, self.hold = url, name, hold
+        self.shared = False
+        """Whether another run on this machine held the guest when this one started:
+        this one then goes as a new guest, kept for no re-run."""
+
+    def __call__(self, client: Client) -> None:
+        if client.account is None and client.token and self.hold.take():
+            with contextlib.suppress(OSError):  # a read-only home plays on as a new guest
+                store_guest(self.url, self.name, client.token)
+
+
 def client_identity(
     url: str, name: str | None, token: str | None, keep_guest: bool
 ) -> dict[str, Any]:
     """The Client options of a command-line client's identity: the login's token, or with
     ``keep_guest`` the guest kept for this server and name (kept again at each welcome, and
     dropped for a new guest if the server no longer knows it), so that running the same
-    command again after the client died comes back as the same player, into its race."""
+    command again after the client died comes back as the same player, into its race.
+
+    A kept guest goes with one run at a time (:class:`GuestHold`, let go of when the
+    client closes): a second run of the same command while the first still runs goes as a
+    new guest of the same name and keeps nothing, instead of taking the first one's
+    connection over (the server holds one connection per player)."""
     if token is not None or not keep_guest or not name:
         return {"token": token}
+    hold = GuestHold(url, name)
+    keep = KeepGuest(url, name, hold)
+    kept = stored_guest(url, name)
+    if kept is not None and not hold.take():
+        kept, keep.shared = None, True
+    return {
+        "token": kept,
+        "on_welcome": keep,
+        "drop_unknown_token": True,
+        "on_close": hold.release,
+    }
 
-    def keep(client: Client) -> None:
-        if client.account is None and client.token:
-            with contextlib.suppress(OSError):  # a read-only home plays on as a new guest
-                store_guest(url, name, client.token)
 
-    return {"token": stored_guest(url, name), "on_welcome": keep, "drop_unknown_token": True}
+def shared_guest_note(client: Client) -> str | None:
+    """What a run is told that goes as a new guest because another run on this machine
+    goes as the guest kept for its name (None for any other run)."""
+    keep = client.on_welcome
+    if not isinstance(keep, KeepGuest) or not keep.shared:
+        return None
+    return (
+        f"another run on this machine plays as {keep.name} on this server: this one is a "
+        "new guest of that name (a re-run comes back as the other); --name gives another"
+    )
 
 
 async def leave_quietly(client: Client) -> None:
@@ -250,18 +300,65 @@ async def new_account_note(client: Client, variant: str) -> str | None:
     return None
 
 
+class StillRacing(ServerError):
+    """``solrace play --join CODE`` by a player whose game goes on in a race of another
+    room (the room the welcome put it back in): refused here, code ``still_racing``."""
+
+    def __init__(self, room: dict[str, Any], join: str) -> None:
+        other = join.strip().upper()
+        super().__init__(
+            {
+                "code": "still_racing",
+                "message": (
+                    f"you are racing in room {room['code']} (race {room.get('race')}) and "
+                    f"your game there is not over: joining room {other} would resign it. "
+                    "To go back to it, run solrace play without --join (the same server "
+                    f"and name; your seat is kept {SERVER_RESUME_GRACE_S:g} s); to give it "
+                    f"up, type 'resign' or 'q' there, then join room {other}"
+                ),
+            }
+        )
+
+
+def _game_goes_on(room: dict[str, Any]) -> bool:
+    """Whether the snapshot's room has a race on (or counting down) in which this
+    member's game is not over (a stuck game where undo is allowed goes on)."""
+    you = room.get("you") or {}
+    if you.get("role") != "player" or room.get("state") not in ("countdown", "racing"):
+        return False
+    if room.get("state") == "countdown":
+        return True
+    view = you.get("view")
+    if view is None:
+        standing = next(
+            (p for p in room.get("players", []) if p.get("player_id") == you.get("player_id")),
+            None,
+        )
+        return standing is not None and standing.get("status") == "playing"
+    status = view.get("status")
+    return status == "playing" or (status == "stuck" and bool(view.get("can_undo")))
+
+
 async def enter_room(
     client: Client, join: str | None, variant: str, settings: dict[str, Any]
 ) -> tuple[dict[str, Any], bool]:
     """Join or create the room the command asks for; ``(room, back)``. A player that the
     welcome put back in a room (a guest or a login coming back) stays there when the
     command names that room, or names none while the room's race is on (``back``: the
-    room is that snapshot); otherwise it leaves the old room first."""
+    room is that snapshot).
+
+    Asked to join another room while its own game in a race goes on (or its race counts
+    down), it does not leave that race, which would resign its game: it raises
+    :class:`StillRacing`, which says how to go back (``solrace play`` without ``--join``)
+    or give the game up (``resign`` or ``q`` there). Out of a lobby, a race that is over,
+    or a game that is over, it leaves the old room first: nothing is lost."""
     current = client.room
     if current is not None:
         racing = current.get("state") in ("countdown", "racing")
         if (join and join.strip().upper() == current["code"]) or (not join and racing):
             return current, True
+        if join and _game_goes_on(current):
+            raise StillRacing(current, join)
         await client.leave()
     if join:
         return await client.join(join), False
@@ -363,6 +460,39 @@ def replay_url(server_url: str, event: dict[str, Any]) -> str:
     return f"{scheme}://{parts.netloc}/replay/{event['room']}/{event['race']}"
 
 
+def gone_words(
+    code: int | None,
+    reason: str = "",
+    *,
+    waited: float = RESUME_TIMEOUT_S,
+    seat: bool = False,
+    again: str = "solrace play",
+) -> str:
+    """Why a client's connection is closed for good, in words, from its close ``code``
+    (None: the server did not come back within ``waited`` seconds). ``seat``: the player's
+    game of a race goes on, and a server that comes back keeps its seat for its resume
+    grace, which ``again`` (the command, run again) comes back to."""
+    if code == CloseCode.REPLACED:
+        return (
+            "this player connected elsewhere (another window or device took over); this one stops"
+        )
+    if code == CloseCode.REVOKED:
+        return (
+            "this player's tokens were revoked (a new password, or a logout everywhere); "
+            "this one stops: solrace login again"
+        )
+    if code is not None:
+        said = f"{code} {reason}".strip()
+        return f"the server closed the connection ({said}); this one stops"
+    line = f"the server is gone: it did not come back within {waited:g} s (the command ends)"
+    if seat:
+        line += (
+            f"; a server that comes back keeps your seat in the race for "
+            f"{SERVER_RESUME_GRACE_S:g} s more: run {again} again to return to it"
+        )
+    return line
+
+
 class _Session:
     """What the terminal client keeps of the room it is in."""
 
@@ -383,6 +513,20 @@ class _Session:
         self.lost = False  # ... because the server went away (or put us out)
         self.watching = False  # a spectator's: no game of its own, no rematch to ask
         self.members_line: str | None = None  # who is in the room, as last shown
+        self.closed: tuple[int | None, str] | None = None  # the close code and reason
+        self.again = "solrace play"  # the command that comes back to the race
+
+    def gone_line(self) -> str:
+        """Why the command ends, once its connection is closed for good (a ``closed``
+        event): taken over by another window, or a server that did not come back."""
+        code, reason = self.closed or (None, "")
+        return gone_words(
+            code,
+            reason,
+            waited=self.client.resume_timeout,
+            seat=not self.watching and self.game_goes_on(),
+            again=self.again,
+        )
 
     def show_spectators(self, settings: dict[str, Any]) -> None:
         """Show the room's settings (who may watch, its deals and how its race ends), each
@@ -592,6 +736,7 @@ class _Session:
                 self.console.write("connection restored")
         elif kind == "closed":
             self.console.write("connection closed")
+            self.closed = (event.get("code"), event.get("reason") or "")
             self.lost = True  # the client closing itself gives no such event
             self.gone.set()
             self.finished.set()
@@ -667,9 +812,7 @@ async def _run(session: _Session, *, interactive: bool) -> int:
             if interactive:
                 line = await _read_or_lost(session)
                 if session.lost:
-                    session.console.write(
-                        "the server is gone: it did not come back (the command ends)"
-                    )
+                    session.console.write(session.gone_line())
                     return 1
                 if line is None or not await session.command(line):
                     if session.game_goes_on():
@@ -681,9 +824,12 @@ async def _run(session: _Session, *, interactive: bool) -> int:
                     break
             else:
                 await session.finished.wait()
+                if session.lost:
+                    session.console.write(session.gone_line())
+                    return 1
                 break
     except ClientClosed as error:
-        session.console.write(f"disconnected: {error}")
+        session.console.write(session.gone_line() if session.lost else f"disconnected: {error}")
         return 1
     finally:
         pump.cancel()
@@ -703,7 +849,7 @@ async def play(
     variant: str = "canfield",
     settings: dict[str, Any] | None = None,
     color: bool = False,
-    resume_timeout: float = 30.0,
+    resume_timeout: float = RESUME_TIMEOUT_S,
     keep_guest: bool = False,
 ) -> int:
     """Create (or join) a room and play in the terminal until the user quits (or the
@@ -725,6 +871,9 @@ async def play(
         _stale_login(console, error, token)
         await client.close()
         return 1
+    note = shared_guest_note(client)
+    if note:
+        console.write(note)
     console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
     console.write(f"send friends the room's link: {room_link(url, room['code'])}")
     session = _Session(client, console, color)
@@ -739,6 +888,16 @@ async def play(
             console.write(SPECTATORS_HELP)
             console.write(FINISH_HELP)
     return await _run(session, interactive=True)
+
+
+def render_streaks(streaks: dict[str, int]) -> str:
+    """A player's daily streaks in words, each count with its own ``day`` or ``days``."""
+    return (
+        f"streaks: {plural(streaks['played'], 'day')} played in a row, "
+        f"{plural(streaks['won'], 'day')} won in a row (best: "
+        f"{plural(streaks['best_played'], 'day')} played, "
+        f"{plural(streaks['best_won'], 'day')} won)"
+    )
 
 
 def render_board(board: dict[str, Any]) -> str:
@@ -760,10 +919,7 @@ def render_board(board: dict[str, Any]) -> str:
         lines.append(verdict)
     streaks = board.get("streaks")
     if streaks:
-        lines.append(
-            f"streaks: {plural(streaks['played'], 'day')} played, {streaks['won']} won "
-            f"(best {streaks['best_played']} and {streaks['best_won']})"
-        )
+        lines.append(render_streaks(streaks))
     if board.get("seed") is not None:
         lines.append(f"seed: {board['seed']}")
     return "\n".join(lines)
@@ -852,9 +1008,15 @@ async def daily(
     token: str | None = None,
     color: bool = False,
     keep_guest: bool = False,
+    resume_timeout: float = RESUME_TIMEOUT_S,
 ) -> int:
     """Play today's daily deal of ``variant`` in the terminal, then show the leaderboard."""
-    client = Client(url, name=name, **client_identity(url, name, token, keep_guest))
+    client = Client(
+        url,
+        name=name,
+        resume_timeout=resume_timeout,
+        **client_identity(url, name, token, keep_guest),
+    )
     try:
         await client.connect()
         note = await new_account_note(client, variant) if client.account else None
@@ -874,6 +1036,7 @@ async def daily(
     console.write(f"{duration(settings['time_limit'])}. {DAILY_HELP}")
     _british_canister(console, variant)
     session = _Session(client, console, color)
+    session.again = f"solrace daily {variant}"
     session.settings = settings
     session.racing = room.get("state") == "racing"
     session.show_board()
@@ -900,7 +1063,7 @@ async def daily(
         if line is not None:
             console.write(line)
     except (ClientClosed, ServerError) as error:
-        console.write(f"disconnected: {error}")
+        console.write(session.gone_line() if session.lost else f"disconnected: {error}")
         return 1
     finally:
         if reader is not None:
@@ -920,10 +1083,12 @@ async def watch(
     name: str = "spectator",
     token: str | None = None,
     color: bool = False,
-    keep_guest: bool = False,
+    resume_timeout: float = RESUME_TIMEOUT_S,
 ) -> int:
-    """Watch a room as a spectator until its race is over."""
-    client = Client(url, name=name, **client_identity(url, name, token, keep_guest))
+    """Watch a room as a spectator until its race is over. A spectator keeps no guest
+    token (it has no seat to come back to): each run without a login is a new guest, so
+    that two runs never take each other's connection over."""
+    client = Client(url, name=name, token=token, resume_timeout=resume_timeout)
     try:
         await client.connect()
         room = await client.join(code, role="spectator")

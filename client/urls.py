@@ -12,6 +12,7 @@ import errno
 import re
 import socket
 import ssl
+import urllib.error
 import urllib.parse
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ __all__ = [
     "parse_server_url",
     "room_link",
     "unreachable",
+    "unreachable_http",
     "why_unreachable",
 ]
 
@@ -35,12 +37,13 @@ _HELP = (
 
 
 class BadServerUrl(ValueError):
-    """A server URL that cannot be read; ``code`` is the stable ``bad_url``."""
+    """A server URL that cannot be read; ``code`` is the stable ``bad_url`` (in brackets
+    at the end of the sentence, as the server's refusals are shown)."""
 
     code = "bad_url"
 
     def __init__(self, text: str, why: str) -> None:
-        super().__init__(f"bad_url: {text!r} is not a server URL ({why}): {_HELP}")
+        super().__init__(f"{text!r} is not a server URL ({why}): {_HELP} [bad_url]")
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,14 @@ def why_unreachable(url: str, error: BaseException) -> str | None:
             return "network unreachable"
         return error.strerror or str(error) or type(error).__name__
     return None
+
+
+def unreachable_http(url: str, error: BaseException) -> str:
+    """Why an HTTP request to the server at ``url`` failed short of an answer, in plain
+    words ("could not reach the server at URL: connection refused"), not urllib's
+    ``<urlopen error ...>``."""
+    reason: object = error.reason if isinstance(error, urllib.error.URLError) else error
+    why = why_unreachable(url, reason) if isinstance(reason, BaseException) else None
+    if why is None:
+        why = str(reason) or type(reason).__name__
+    return f"could not reach the server at {url}: {why}"

@@ -29,6 +29,8 @@ from websockets.exceptions import WebSocketException
 from .client import Client, ClientClosed, ServerError
 from .client.logins import forget_login, store_login, stored_login
 from .client.urls import BadServerUrl, parse_server_url, unreachable
+from .protocol import ProtocolError
+from .server.accounts import check_password
 
 __all__ = ["register"]
 
@@ -108,12 +110,25 @@ def _password(args: argparse.Namespace, prompt: str) -> str:
     return getpass.getpass(prompt)
 
 
+def _good_password(password: str, command: str) -> bool:
+    """Whether a new password is one the server takes (its length), said on standard
+    error if not: checked as soon as it is typed, before it is asked again or sent."""
+    try:
+        check_password(password)
+    except ProtocolError as error:
+        print(f"solrace {command}: {error.message} [{error.code.value}]", file=sys.stderr)
+        return False
+    return True
+
+
 def _login(args: argparse.Namespace) -> int:
     url = _server(args, "login")
     if url is None:
         return 2
     name = args.name or getpass.getuser()
     password = _password(args, f"password of {name} at {args.url}: ")
+    if args.new and not _good_password(password, "login"):
+        return 1
     if args.new and not args.password_stdin and getpass.getpass("again: ") != password:
         print("solrace login: the passwords differ", file=sys.stderr)
         return 1
@@ -183,6 +198,8 @@ def _change_password(args: argparse.Namespace) -> int:
         return 1
     old = _password(args, f"current password of {login['account']}: ")
     new = _password(args, "new password: ")
+    if not _good_password(new, "account password"):
+        return 1
     if not args.password_stdin and getpass.getpass("again: ") != new:
         print("solrace account password: the passwords differ", file=sys.stderr)
         return 1

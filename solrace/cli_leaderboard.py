@@ -90,7 +90,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--player",
         help="show: rank this player (the player id, or the name the board shows); keep, "
-        "remove: whose entry (the id or the name)",
+        "remove: whose entry (the id or the name); id:ID names a player id alone",
     )
     parser.add_argument("--limit", type=int, default=20, help="show: how many (20)")
     parser.add_argument(
@@ -220,14 +220,15 @@ def _named(base: str, url: str, query: dict[str, str], player: str) -> str | Non
 
 
 def _show(args: argparse.Namespace, date: str, variants: list[str]) -> int:
-    """Each variant's board; with ``--player`` (an id, or a name as the board shows it)
-    that player's rank and the ranks around it."""
+    """Each variant's board; with ``--player`` (a player id, or else the name of an entry
+    as the board shows it, in any case; ``id:`` and an id for the id alone) that player's
+    rank and the ranks around it."""
     base = args.url.replace("ws://", "http://", 1).replace("wss://", "https://", 1).rstrip("/")
     for variant in variants:
         query = {"variant": variant, "date": date, "limit": str(args.limit), "board": args.board}
         try:
             board = _get_board(base, args.url, {**query, **_player(args)})
-            if args.player and board.get("you") is None:
+            if args.player and board.get("you") is None and not args.player.startswith("id:"):
                 # Not a player id that ranks here: the name of an entry, perhaps.
                 player_id = _named(base, args.url, query, args.player)
                 if player_id is not None:
@@ -242,7 +243,9 @@ def _show(args: argparse.Namespace, date: str, variants: list[str]) -> int:
 
 
 def _player(args: argparse.Namespace) -> dict[str, str]:
-    return {"player": args.player} if args.player else {}
+    """The query's ``player``: ``--player`` as a player id (``id:`` and an id is that id
+    and never a name)."""
+    return {"player": args.player.removeprefix("id:")} if args.player else {}
 
 
 def _config(args: argparse.Namespace) -> ServerConfig:

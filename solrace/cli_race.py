@@ -2,7 +2,8 @@
 
 ``export`` fetches the race a server keeps for its replay (``/api/race``; a room whose
 spectators saw no boards gives its race to its players alone, so the login kept for that
-server, if any, goes with the request) and writes it to a file or standard output.
+server goes with the request, or without one the guests ``solrace play`` kept for it) and
+writes it to a file or standard output.
 ``solrace replay FILE`` (:func:`play_back`) plays such a file in the terminal, every
 player's moves in the order of their times; ``solrace verify FILE`` checks it
 (:func:`solrace.server.races.check_race`).
@@ -11,6 +12,7 @@ player's moves in the order of their times; ``solrace verify FILE`` checks it
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import sys
@@ -20,7 +22,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from .client.logins import stored_login
+from .client.logins import stored_guest, stored_guests, stored_login
+from .client.urls import BadServerUrl, parse_server_url, unreachable_http
 from .engine import new_game, parse_move
 
 __all__ = ["play_back", "register"]
@@ -41,13 +44,25 @@ def register(subparsers: Any) -> None:
             "Fetch a finished race the server keeps for its replay and write it as one JSON "
             "file: 'solrace replay FILE' plays it, 'solrace verify FILE' checks it. A room "
             "whose spectators saw no boards gives its races to their players alone: the "
-            "login kept for the server (solrace login) is sent."
+            "login kept for the server (solrace login) is sent, or without one the guest "
+            "that solrace play kept for it."
         ),
     )
     export.add_argument("code", metavar="CODE", help="the room's code")
     export.add_argument("race", metavar="RACE", type=int, help="the race's number in the room")
     export.add_argument("--url", default=DEFAULT_URL, help=f"server URL ({DEFAULT_URL})")
-    export.add_argument("--token", default=None, help="a player's token (default: the login)")
+    export.add_argument(
+        "--token",
+        default=None,
+        help="a player's token (default: the login kept for the server, else the guest "
+        "solrace play kept)",
+    )
+    export.add_argument(
+        "--name",
+        default=None,
+        help="without a login: the guest solrace play kept under this name (default: each "
+        "guest kept for the server, your login name's first)",
+    )
     export.add_argument(
         "--output", "-o", default="-", metavar="FILE", help="where to write it (- for stdout)"
     )
@@ -61,16 +76,51 @@ def _http_base(url: str) -> str:
     return f"{scheme}://{parts.netloc}"
 
 
-def _export(args: argparse.Namespace) -> int:
-    query = urllib.parse.urlencode({"room": args.code.upper(), "race": args.race})
-    request = urllib.request.Request(f"{_http_base(args.url)}/api/race?{query}")
-    login = stored_login(args.url)
-    token = args.token or (login["token"] if login else None)
+def _tokens(args: argparse.Namespace, ws: str) -> list[str]:
+    """The tokens ``export`` may send, in the order tried: ``--token``; else the login kept
+    for the server; else the guests ``solrace play`` kept for it (the one of ``--name``
+    alone, or, without it, the one of your login name first, then the others)."""
+    if args.token:
+        return [args.token]
+    login = stored_login(ws)
+    if login is not None:
+        return [login["token"]]
+    if args.name:
+        kept = stored_guest(ws, args.name)
+        return [kept] if kept else []
+    guests = stored_guests(ws)
+    mine = guests.pop(getpass.getuser(), None)
+    return ([mine] if mine else []) + list(guests.values())
+
+
+def _fetch(url: str, token: str | None) -> dict[str, Any]:
+    """The race record at ``url``, asked for with ``token`` (raises urllib's errors)."""
+    request = urllib.request.Request(url)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        record: dict[str, Any] = json.loads(response.read())
+    return record
+
+
+def _export(args: argparse.Namespace) -> int:
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            record = json.loads(response.read())
+        ws = parse_server_url(args.url).ws
+    except BadServerUrl as error:
+        print(f"solrace race export: {error}", file=sys.stderr)
+        return 2
+    query = urllib.parse.urlencode({"room": args.code.upper(), "race": args.race})
+    url = f"{_http_base(ws)}/api/race?{query}"
+    tokens: list[str | None] = [*_tokens(args, ws)] or [None]
+    try:
+        for index, token in enumerate(tokens, start=1):
+            try:
+                record = _fetch(url, token)
+                break
+            except urllib.error.HTTPError as error:
+                # A kept token not of this race's players: the next one may be.
+                if error.code not in (401, 403) or index == len(tokens):
+                    raise
     except urllib.error.HTTPError as error:
         try:
             said = json.loads(error.read()).get("message", error.reason)
@@ -80,13 +130,23 @@ def _export(args: argparse.Namespace) -> int:
             said = said.split(" (send", 1)[0]
             said += (
                 "; the token sent is not one of this race's players"
-                if token
-                else ": log in to a player's account (solrace login), or pass --token TOKEN"
+                if args.token
+                else "; no login or guest kept for this server is one of this race's players"
+                if tokens != [None]
+                else ": log in to a player's account (solrace login), play as the guest "
+                "who raced (solrace play keeps it), or pass --token TOKEN"
             )
-        print(f"solrace race export: {error.code}: {said}", file=sys.stderr)
+        print(f"solrace race export: {said} [HTTP {error.code}]", file=sys.stderr)
         return 1
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        print(f"solrace race export: cannot reach {args.url}: {error}", file=sys.stderr)
+    except (urllib.error.URLError, OSError) as error:
+        print(f"solrace race export: {unreachable_http(args.url, error)}", file=sys.stderr)
+        return 1
+    except ValueError:
+        print(
+            f"solrace race export: the server at {args.url} did not answer with a race "
+            "(is it a solrace server?)",
+            file=sys.stderr,
+        )
         return 1
     text = json.dumps(record, indent=1) + "\n"
     if args.output == "-":

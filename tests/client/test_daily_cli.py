@@ -182,3 +182,31 @@ async def test_an_export_ranks_only_the_entries_still_on_the_board(tmp_path: Any
     rows = {r["player_id"]: r for r in csv.DictReader(io.StringIO(exported))}
     assert (rows["next"]["rank"], rows["last"]["rank"]) == ("1", "2")
     assert rows["best"]["rank"] == "" and rows["best"]["ranked"] == "False"
+
+
+async def test_show_ranks_a_player_given_by_name(server: RunningServer) -> None:
+    """``leaderboard show --player`` takes the name the board shows (in any case) as well
+    as the player id; a name that is on no entry is said so."""
+    ids = {}
+    for name in ("vera", "walt"):
+        async with account(server.url, name) as player:
+            room = await player.daily("canfield")
+            assert player.view is not None
+            if player.view["status"] == "playing":
+                await player.resign()
+            if room["state"] != "finished":
+                await player.next_event("race_over", timeout=TIMEOUT)
+            ids[name] = player.player_id
+    show = ("leaderboard", "--url", server.url, "--variant", "canfield")
+    async with asyncio.timeout(TIMEOUT):  # the results are recorded as the race ends
+        while "2 ranked" not in (await _run(*show))[1]:
+            await asyncio.sleep(0.1)
+    by_id = await _run(*show, "--player", str(ids["walt"]))
+    assert by_id[0] == 0 and "your rank: " in by_id[1], by_id
+    for given in ("walt", "WALT", f"id:{ids['walt']}"):
+        assert await _run(*show, "--player", given) == by_id, given
+    code, shown = await _run(*show, "--player", "nobody")
+    assert code == 0 and "your rank" not in shown
+    assert (
+        shown.splitlines()[-1] == "nobody: no ranked entry on this board (a player id, or a name)"
+    )
