@@ -23,10 +23,11 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.widgets import Footer, Input, RichLog, Static
 from websockets.exceptions import WebSocketException
 
-from .connection import Client, ClientClosed, ServerError
+from .connection import RESUME_TIMEOUT_S, Client, ClientClosed, ServerError
 from .terminal import (
     BRITISH_CANISTER,
     FINISH_HELP,
@@ -57,6 +58,7 @@ __all__ = [
     "WATCH_HELP",
     "RaceApp",
     "board_text",
+    "daily_help",
     "play_help",
     "standings_text",
 ]
@@ -104,15 +106,22 @@ RANKS = {
 GAME_MOVES = {
     "canfield": MOVES_NOTATION,
     "rainbow-canfield": (
-        "t1-t3 (pile 1, the whole pile, onto pile 3), t2-f (to a foundation), r-t1 (from "
-        "the reserve), w-f (from the waste), d (draw; no redeal)"
+        "t1-t3xN (the whole of pile 1, its N cards, onto pile 3: t1-t3 for a pile of one "
+        "card), t2-f (to a foundation), r-t1 (from the reserve), w-f (from the waste), "
+        "d (draw; no redeal)"
     ),
     "american-canister": (
         "t1-t3 (the top card of pile 1 onto pile 3), t1-t3x2 (two cards), t2-f (to a foundation)"
     ),
     "british-canister": "t1-t3 (the top card of pile 1 onto pile 3), t2-f (to a foundation)",
 }
-"""The moves of each game, as they are typed."""
+"""The moves of each game, as they are typed: every kind of move the game makes, and no
+other (tests/client/test_tui.py checks them against the engine's legal moves)."""
+
+
+def daily_help(variant: str) -> str:
+    """How the daily deal of ``variant`` goes, with that game's moves."""
+    return DAILY_HELP.replace(MOVES_NOTATION, GAME_MOVES.get(variant, MOVES_NOTATION))
 
 
 def play_help(undo: bool, variant: str = "canfield") -> str:
@@ -158,19 +167,42 @@ def _foundation_rule(view: dict[str, Any]) -> str:
     return f"from {RANKS.get(base, base)} up to King, by suit"
 
 
+MIN_PILE_ROWS = 2
+"""The fewest rows a tableau pile is drawn in: the count of the cards under, and its top."""
+
+
+def _pile_rows(pile: Sequence[str | None], rows: int) -> tuple[int, Sequence[str | None]]:
+    """A pile drawn in at most ``rows`` rows: how many cards are left out under the first
+    row's count (0: none), and the cards shown, its top card last."""
+    if len(pile) <= rows:
+        return 0, pile
+    shown = max(rows, MIN_PILE_ROWS) - 1
+    return len(pile) - shown, pile[-shown:]
+
+
 def board_text(
-    view: dict[str, Any], *, color: bool = True, title: str = "", compact: bool = False
+    view: dict[str, Any],
+    *,
+    color: bool = True,
+    title: str = "",
+    compact: bool = False,
+    status: str | None = None,
+    height: int | None = None,
 ) -> Text:
     """A board (a player's masked view) drawn as it lies: foundations, then the reserve,
     stock and waste where the game has them, then the tableau in columns; every pile
     labelled with its name in the move notation. A card a spectator's board withholds
     (None in a running ``delayed`` race) is drawn face down. ``compact`` (a short
-    terminal) leaves out the blank lines, the foundations' rule and long notes."""
+    terminal) leaves out the blank lines, the foundations' rule (but for Rainbow
+    Canfield's lead rank) and long notes. ``status`` is the game's as the race has it
+    (a resignation is the race's, not the board's). Within ``height`` lines, a pile too
+    long for the rows left shows its last cards, the top one that plays included, under
+    a count of the cards above them (``+5``)."""
     gap = "\n" if compact else "\n\n"
     text = Text()
     if title:
         text.append(f"{title}\n", style="bold reverse")
-    status = view["status"]
+    status = status or view["status"]
     text.append(f"{view['variant']}", style="bold")
     text.append(f"   banked {view['banked']}/52   moves {view['moves']}   ")
     text.append(status_word(status), style="bold" if status != "playing" else "")
@@ -180,7 +212,10 @@ def board_text(
         text.append(f" f{i + 1} ", style="dim")
         text.append_text(_card(pile["top"], color, face_down=pile["count"] > 0))
         text.append(" ")
-    text.append("\n" if compact else f"\n             {_foundation_rule(view)}\n", style="dim")
+    if compact and view["variant"] != "rainbow-canfield":
+        text.append("\n")
+    else:  # Rainbow Canfield's lead rank is the deal's: never left out
+        text.append(f"\n             {_foundation_rule(view)}\n", style="dim")
     if "reserve" in view:
         reserve, stock, waste = view["reserve"], view["stock"], view["waste"]
         text.append("Reserve r   ", style="bold")
@@ -203,27 +238,40 @@ def board_text(
             last = i == len(visible) - 1 and len(visible) > 1
             text.append_text(_card(card, color, top=last, face_down=True))
         count = waste["count"]
-        note = f"{count} in all, the last one shown plays" if count else "empty"
+        # (short enough for the board's pane, which crops a line rather than wrap it)
+        note = f"{count} in all, the last plays" if count else "empty"
         if compact:
             note = f"{count}, the last plays" if count else "empty"
         text.append(f"   {note}\n", style="dim")
     piles = view["tableau"]
     if not compact:
         text.append("\nTableau\n", style="bold")
+    depth = max((len(p) for p in piles), default=0)
+    rows = depth
+    if height is not None:
+        rows = max(height - len(text.plain.splitlines()) - 1, MIN_PILE_ROWS)
+    drawn = [_pile_rows(pile, rows) for pile in piles]
     for i in range(len(piles)):
         text.append(f"{'t' + str(i + 1):>4} ", style="dim")
+    if any(under for under, _ in drawn):
+        text.append(" (+n under)", style="dim")
     text.append("\n")
-    depth = max((len(p) for p in piles), default=0)
-    for row in range(max(depth, 1)):
-        for pile in piles:
-            if row < len(pile):
-                text.append_text(_card(pile[row], color, width=4, face_down=True))
+    for row in range(max(min(depth, rows), 1)):
+        for under, cards in drawn:
+            if under:
+                if row == 0:
+                    text.append(f"{'+' + str(under):>4}", style="dim")
+                else:
+                    text.append_text(_card(cards[row - 1], color, width=4, face_down=True))
+            elif row < len(cards):
+                text.append_text(_card(cards[row], color, width=4, face_down=True))
             elif row == 0:
                 text.append_text(_card(None, color, width=4))
             else:
                 text.append("    ")
             text.append(" ")
         text.append("\n")
+    text.right_crop(1)  # no blank line under the board
     return text
 
 
@@ -261,7 +309,10 @@ def standings_text(
 
 def _show(widget: Static, text: Text) -> None:
     """Draw ``text`` in ``widget``, unless it shows that already (a redraw lays out the
-    screen again)."""
+    screen again); a last line's newline is no blank line under it."""
+    if text.plain.endswith("\n"):
+        text = text.copy()
+        text.right_crop(1)
     if widget.content != text:
         widget.update(text)
 
@@ -269,6 +320,17 @@ def _show(widget: Static, text: Text) -> None:
 def _clock(seconds: float) -> str:
     whole = max(0, int(seconds + 0.999))
     return f"{whole // 60}:{whole % 60:02d}"
+
+
+class BoardsPane(VerticalScroll):
+    """The pane of the boards, which tells the app when its size changes: a board is drawn
+    to the pane's height (its long piles shortened), so that every pile's top shows."""
+
+    class Resized(Message):
+        """The pane's size changed."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.post_message(self.Resized())
 
 
 class RaceApp(App[int]):
@@ -285,11 +347,12 @@ class RaceApp(App[int]):
     #side { width: 1fr; padding: 0 1; border-left: solid $primary; }
     #clock { height: auto; text-style: bold; margin-bottom: 1; }
     #standings, #room, #results { height: auto; margin-bottom: 1; }
-    .board { height: auto; margin-bottom: 1; }
+    .board { height: auto; margin-bottom: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     #moves { height: auto; padding: 0 1; border-top: solid $primary; display: none; }
     #moves.shown { display: block; }
     #status { height: auto; padding: 0 1; color: $warning; text-style: bold; }
-    #log { height: 8; border-top: solid $primary; padding: 0 1; }
+    #log { height: 8; border-top: solid $primary; padding: 0 1; scrollbar-gutter: stable;
+           scrollbar-size-vertical: 1; }
     #prompt { margin: 0 0; }
     .compact #log { height: 4; }
     .compact #prompt { border: none; height: 1; padding: 0 1; }
@@ -317,7 +380,7 @@ class RaceApp(App[int]):
         variant: str = "canfield",
         settings: dict[str, Any] | None = None,
         color: bool = True,
-        resume_timeout: float = 30.0,
+        resume_timeout: float = RESUME_TIMEOUT_S,
         request_timeout: float = 30.0,
         keep_guest: bool = False,
     ) -> None:
@@ -372,7 +435,7 @@ class RaceApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         with Horizontal(id="main"):
-            with VerticalScroll(id="boards"):
+            with BoardsPane(id="boards"):
                 yield Static(id="board", classes="board")
             with VerticalScroll(id="side"):
                 yield Static(id="clock")
@@ -381,7 +444,9 @@ class RaceApp(App[int]):
                 yield Static(id="room")
         yield Static(id="moves")
         yield Static(id="status")
-        yield RichLog(id="log", wrap=True, max_lines=1000, markup=False)
+        # Lines wrap to the log's width (not to 78 columns, RichLog's default), and the
+        # scrollbar's gutter is kept from the first line: no line runs under it.
+        yield RichLog(id="log", wrap=True, max_lines=1000, markup=False, min_width=1)
         yield Input(id="prompt", placeholder=self._placeholder())
         yield Footer()
 
@@ -391,7 +456,8 @@ class RaceApp(App[int]):
         examples = {
             "british-canister": "t1-t3, t2-f",
             "american-canister": "t1-t3, t1-t3x2, t2-f",
-        }.get(self.variant, "t1-t3, w-f, d")
+            "rainbow-canfield": "t1-t3x2, w-f, d",
+        }.get(self.settings.get("variant", self.variant), "t1-t3, w-f, d")
         return f"type a move ({examples}) or its number, ? for the legal moves, help, q"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -436,6 +502,7 @@ class RaceApp(App[int]):
     # -- the session -----------------------------------------------------------------------
 
     async def _session(self) -> None:
+        back = False
         try:
             await self.client.connect()
             if self.mode == "watch":
@@ -447,14 +514,17 @@ class RaceApp(App[int]):
                     self.say(note[0].upper() + note[1:] + ".", "bold")
                 room = await self.client.daily(self.variant)
             else:
-                room, _ = await enter_room(
+                room, back = await enter_room(
                     self.client, self.join, self.variant, self.create_settings
                 )
         except (ServerError, OSError, WebSocketException, TimeoutError, ClientClosed) as error:
             await self._finish(1, *self._could_not(error))
             return
         self._take_room(room)
-        self._introduce(room)
+        if back and self.state in ("racing", "finished"):
+            self._come_back(room)
+        else:
+            self._introduce(room)
         async for event in self.client.events():
             self.take_event(event)
             if self._leaving:
@@ -512,7 +582,7 @@ class RaceApp(App[int]):
                 f"Daily {variant} {settings.get('daily')}, attempt {attempt}{ranked}; "
                 f"{duration(settings['time_limit'])}."
             )
-            self.say(DAILY_HELP)
+            self.say(daily_help(variant))
         else:
             self.say(f"Room {room['code']} ({variant}); you are {me}.")
             if self.link:
@@ -530,6 +600,17 @@ class RaceApp(App[int]):
         if variant == "british-canister":
             self.say(BRITISH_CANISTER, "bold")
 
+    def _come_back(self, room: dict[str, Any]) -> None:
+        """Back in a room whose race is on (or just over), as the player who left it: the
+        race, not the lobby's welcome."""
+        variant = room["settings"]["variant"]
+        self.say(f"Room {room['code']} ({variant}); you are {self.client.name}.")
+        if self.state == "finished":
+            self.say("You are back in the room; its race is over: 'rematch' or q.", "bold")
+            return
+        self.say(f"Back in race {self.race}: your game goes on where it was.", "bold")
+        self.say(play_help(self._undo(), variant))
+
     # -- room state ----------------------------------------------------------------------
 
     def _take_room(self, room: dict[str, Any]) -> None:
@@ -539,6 +620,8 @@ class RaceApp(App[int]):
         if self.mode != "daily":
             self.link = room_link(self.url, room["code"])
         self.settings = room["settings"]
+        if self._ui_ready:  # a room joined by its code may be of another game
+            self.query_one("#prompt", Input).placeholder = self._placeholder()
         self.host = room.get("host")
         self.members = room.get("members", [])
         self.names.update({m["player_id"]: m["name"] for m in self.members})
@@ -557,6 +640,10 @@ class RaceApp(App[int]):
             if left is None:
                 left = room.get("time_limit", 0) * 1000 - room.get("elapsed_ms", 0)
             self.deadline = loop.time() + left / 1000
+            if self.settings.get("finish") == "first" and len(self.standings) > 1:
+                # A first win while away brought the end forward: the clock says why.
+                won = any(p.get("status") == "won" for p in self.standings.values())
+                self.ends_told = self.ends_told or won
             if "boards" in room:
                 self.boards = dict(room["boards"])
             if self.state == "finished" and room.get("results") is not None:
@@ -577,6 +664,15 @@ class RaceApp(App[int]):
     def _me(self) -> dict[str, Any] | None:
         return self.standings.get(self.client.player_id or "")
 
+    def _status(self) -> str | None:
+        """This player's game's status: its board's, but for a resignation or the race's
+        end, which are the race's to say (the board itself still reads "playing")."""
+        view = self.client.view
+        mine = (self._me() or {}).get("status")
+        if mine in ("resigned", "out_of_time") or view is None:
+            return mine
+        return str(view["status"])
+
     def _undo(self) -> bool:
         return bool(self.settings.get("undo", True)) and self.mode != "daily"
 
@@ -585,7 +681,8 @@ class RaceApp(App[int]):
         view = self.client.view
         if self.mode == "watch" or self.state != "racing" or view is None:
             return False
-        return view["status"] == "playing" or (view["status"] == "stuck" and self._undo())
+        status = self._status()
+        return status == "playing" or (status == "stuck" and self._undo())
 
     def take_event(self, event: dict[str, Any]) -> None:
         """Take one room event and redraw what it changed."""
@@ -794,7 +891,9 @@ class RaceApp(App[int]):
             results.append(self.results + "\n")
         if self.leaderboard:
             results.append("\n" + self.leaderboard + "\n")
-        _show(self.query_one("#results", Static), results)
+        pane = self.query_one("#results", Static)
+        pane.display = bool(results.plain)
+        _show(pane, results)
         _show(self.query_one("#room", Static), self._room_text())
         self._draw_moves()
         _show(self.query_one("#status", Static), self._status_text())
@@ -823,21 +922,37 @@ class RaceApp(App[int]):
             title.append(self.link, style="bold underline")
         _show(self.query_one("#title", Static), title)
 
+    def on_boards_pane_resized(self, message: BoardsPane.Resized) -> None:
+        if self._ui_ready:
+            self._draw_boards()
+
+    def _board_height(self) -> int | None:
+        """The lines a board may take without scrolling (None before the layout)."""
+        pane = self.query_one("#boards", BoardsPane)
+        height = pane.scrollable_content_region.height - 1  # the board's margin
+        return height if height > 0 else None
+
     def _draw_boards(self) -> None:
         board = self.query_one("#board", Static)
+        compact = self.has_class("compact")
+        height = self._board_height()
         if self.mode != "watch":
             view = self.client.view
             if view is None:
                 _show(board, Text("The board is dealt when the race starts.", style="dim"))
             else:
-                _show(board, board_text(view, color=self.color, compact=self.has_class("compact")))
+                text = board_text(
+                    view, color=self.color, compact=compact, status=self._status(), height=height
+                )
+                _show(board, text)
             return
+        spectators = self.settings.get("spectators")
         if self.boards:
             _show(board, Text(f"Boards{self.board_note}", style="bold"))
-        elif self.state in ("racing", "finished") and self.settings.get("spectators") in (
-            "after",
-            "delayed",
-        ):
+        elif self.state == "racing" and spectators == "delayed":
+            delay = self.settings.get("spectator_delay")
+            _show(board, Text(f"The boards come {delay} s after they are played.", style="dim"))
+        elif self.state in ("racing", "finished") and spectators in ("after", "delayed"):
             _show(board, Text("The boards are shown once the race is over.", style="dim"))
         else:
             _show(board, Text("No race yet: the boards come with the deal.", style="dim"))
@@ -850,7 +965,8 @@ class RaceApp(App[int]):
                 view,
                 color=self.color,
                 title=f" {self.names.get(player_id, player_id)} ",
-                compact=self.has_class("compact"),
+                compact=compact,
+                height=height,
             )
             widget = self.board_widgets.get(player_id)
             if widget is None:
@@ -861,20 +977,10 @@ class RaceApp(App[int]):
                 _show(widget, text)
 
     def _room_text(self) -> Text:
+        """Who is in the room (first: at 80 x 24 it shows without scrolling), then the
+        game and how the room's race is set."""
         text = Text()
         variant = self.settings.get("variant", self.variant)
-        text.append(GAMES.get(variant, variant) + "\n", style="dim")
-        if variant == "british-canister":
-            text.append(BRITISH_CANISTER + "\n", style="bold")
-        if self.settings and self.mode != "daily":
-            text.append(render_spectators(self.settings) + "\n")
-            race = render_race(self.settings)
-            if race:
-                text.append(race + "\n")
-            undo = "undo allowed" if self.settings.get("undo", True) else "no undo"
-            text.append(f"{undo}; {duration(self.settings.get('time_limit', 0))}\n")
-        if self.mode == "daily":
-            text.append("No undo; one ranked attempt a day (your first); no rematch.\n")
         if self.members and self.mode != "daily":
             text.append("In the room:\n", style="bold")
             for m in self.members:
@@ -890,6 +996,18 @@ class RaceApp(App[int]):
                 if m["player_id"] == self.client.player_id:
                     tags.append("you")
                 text.append(f"  {m['name']}" + (f" ({', '.join(tags)})" if tags else "") + "\n")
+        text.append(GAMES.get(variant, variant) + "\n", style="dim")
+        if variant == "british-canister":
+            text.append(BRITISH_CANISTER + "\n", style="bold")
+        if self.settings and self.mode != "daily":
+            text.append(render_spectators(self.settings) + "\n")
+            race = render_race(self.settings)
+            if race:
+                text.append(race + "\n")
+            undo = "undo allowed" if self.settings.get("undo", True) else "no undo"
+            text.append(f"{undo}; {duration(self.settings.get('time_limit', 0))}\n")
+        if self.mode == "daily":
+            text.append("No undo; one ranked attempt a day (your first); no rematch.\n")
         return text
 
     def _legal(self) -> list[str]:
@@ -914,7 +1032,7 @@ class RaceApp(App[int]):
             return Text("Connection lost: reconnecting… (moves wait until it is back)")
         if self.mode == "watch" or view is None or self.state not in ("racing", "finished"):
             return Text("")
-        status = view["status"]
+        status = self._status()
         mine = self._me() or {}
         if status == "won":
             place = mine.get("place")
@@ -948,7 +1066,11 @@ class RaceApp(App[int]):
             self.say("Connection lost: reconnecting…", "bold")
             _show(self.query_one("#status", Static), self._status_text())
         loop = asyncio.get_running_loop()
-        if self.state == "racing" and self.deadline is not None:
+        if self.offline and self.state in ("countdown", "racing"):
+            # No clock of our own while the server is away: the race's comes back with it
+            # (its snapshot), which may have moved on (a first win ends a race sooner).
+            clock = "Time left: reconnecting…"
+        elif self.state == "racing" and self.deadline is not None:
             clock = f"Time left {_clock(self.deadline - loop.time())}"
             if self.ends_told:
                 clock += " (first to finish)"
@@ -990,7 +1112,7 @@ class RaceApp(App[int]):
 
     def _help(self) -> str:
         if self.mode == "daily":
-            return DAILY_HELP
+            return daily_help(self.settings.get("variant", self.variant))
         if self.mode == "watch":
             return WATCH_HELP
         return play_help(self._undo(), self.settings.get("variant", self.variant))

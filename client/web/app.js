@@ -453,6 +453,8 @@ function onWelcome(welcome) {
       state.link = null;
     } else {
       state.link = null;
+      // A ghost race asked for (a replay's link) waits on the home screen until then.
+      if ($("ghost-setting").value) showNotice(`You are still in room ${welcome.room}: leave it to race the ghost.`);
     }
     return;
   }
@@ -964,6 +966,16 @@ function showScreen(name) {
   if (shown !== name && name === "home" && lost) $("variant")?.focus();
 }
 
+// The heading of `box` (its first h2 or h3), made one of `level`.
+function headingLevel(box, level) {
+  const heading = box.querySelector("h2, h3");
+  if (!heading || heading.tagName === `H${level}`) return;
+  const made = document.createElement(`h${level}`);
+  for (const { name, value } of heading.attributes) made.setAttribute(name, value);
+  made.append(...heading.childNodes);
+  heading.replaceWith(made);
+}
+
 // The claim and login forms go where the screen shown wants them: the login form on the
 // name screen; both for a guest on the home screen and on the daily page.
 function placeAccountForms(screen) {
@@ -992,6 +1004,10 @@ function placeAccountForms(screen) {
   if (withClaim) put(claim, target);
   else put(claim, store);
   put(login, target);
+  // Their headings go one level under the screen's: the home's slot is in "Your account"
+  // (a level 2 heading), the others right under the screen's title.
+  const level = screen === "home" ? 3 : 2;
+  for (const form of [claim, login]) headingLevel(form, level);
   for (const node of claim.querySelectorAll('[data-role="player-name"]')) node.textContent = state.me?.name || "";
   for (const node of claim.querySelectorAll('[data-role="username"]')) node.value = state.me?.name || "";
 }
@@ -1002,6 +1018,7 @@ function renderMe() {
   $("me").hidden = !me;
   if (!me) return;
   $("player-name").textContent = me.name;
+  $("player-name").title = me.name; // (a phone may have room for only some of it)
   $("account-badge").hidden = !me.account;
   // An account's name is its own: it does not change from here.
   $("change-name").hidden = Boolean(me.account);
@@ -1204,7 +1221,7 @@ function renderRoom() {
   $("start").hidden = room.host !== state.me.player_id;
   const players = room.members.filter((m) => m.role === "player").length;
   let hint = `The host starts the race, or it starts when every player is ready (${players} players here).`;
-  if (isSpectator()) hint = "You are watching: the boards appear when the race starts.";
+  if (isSpectator()) hint = lobbyWatchText(room.settings);
   else if (players < 2) hint = "The host starts the race. With two players or more, it also starts when every player is ready.";
   $("room-hint").textContent = hint;
   const last = $("last-results");
@@ -1555,6 +1572,19 @@ function undoMove() {
   playMove("u");
 }
 
+// What a spectator in the lobby will see of the next race, as the room's setting allows
+// (only a live room shows the boards from the start).
+function lobbyWatchText(settings) {
+  switch (spectatorMode(settings)) {
+    case "delayed":
+      return `You are watching: once the race starts, its progress shows at once and the boards ${settings.spectator_delay} s late.`;
+    case "after":
+      return "You are watching: once the race starts, its progress shows as it goes, and the boards once the race is over.";
+    default:
+      return "You are watching: the boards appear when the race starts.";
+  }
+}
+
 // What a spectator sees of a running race, as the room's setting allows.
 function watchingText(settings) {
   switch (spectatorMode(settings)) {
@@ -1695,6 +1725,10 @@ async function loadDaily() {
   const daily = state.daily;
   const load = ++daily.loads;
   const { variant, date, top } = daily;
+  if (date && date > dailyToday()) {
+    notOutYet(date);
+    return;
+  }
   const fields = { variant, limit: top };
   if (date) fields.date = date;
   const bestLoad = fetch(`/api/best?variant=${encodeURIComponent(variant)}&limit=${BEST_ROWS}`)
@@ -1706,13 +1740,28 @@ async function loadDaily() {
     daily.board = reply.board;
     if (!date) daily.today = reply.board.date;
   } catch (error) {
-    if (load === daily.loads) showError(error);
+    if (load !== daily.loads) return;
+    // A day not begun yet on the server's clock (UTC), though not on this one's.
+    if (date && error.code === "bad_field" && /not started yet/.test(error.message || "")) notOutYet(date);
+    else showError(error);
     return;
   }
   const best = await bestLoad;
   if (load !== daily.loads) return;
   daily.best = best;
   if (!state.room) render();
+}
+
+// A day picked on the daily page that has not begun (UTC): said plainly, and the board
+// goes back to today's.
+function notOutYet(date) {
+  const message = `The daily for ${date} is not out yet: each day's deal comes out at midnight UTC.`;
+  showError({ code: "not_out_yet", message }, { plain: true });
+  state.daily.date = null;
+  $("daily-date").value = dailyToday(); // (the field keeps the focus: render leaves it be)
+  setUrl(dailyUrl());
+  if (!state.room) render();
+  loadDaily();
 }
 
 // Why an attempt is not ranked, in a few words (the race's label).
@@ -2158,8 +2207,31 @@ function wireDaily() {
 }
 
 // The clock and the countdown, several times a second.
+// Which room this browser's player is in, for the replay page (a page of its own, with no
+// connection): a ghost race cannot start from a room (the server keeps the player in it),
+// so that page offers none meanwhile. Kept fresh while this page is open; the mark of a
+// page closed in a room goes stale (replay.js ROOM_MARK_FRESH_MS) after the server's seat
+// grace, when the room has let the player go.
+const ROOM_MARK_KEY = "solrace.room";
+const ROOM_MARK_EVERY_MS = 20_000;
+let roomMark = { code: undefined, at: 0 };
+
+function markRoom() {
+  const code = state.room?.code || null;
+  const now = Date.now();
+  if (code === roomMark.code && (!code || now - roomMark.at < ROOM_MARK_EVERY_MS)) return;
+  roomMark = { code, at: now };
+  try {
+    if (code) localStorage.setItem(ROOM_MARK_KEY, JSON.stringify({ code, at: now }));
+    else localStorage.removeItem(ROOM_MARK_KEY);
+  } catch {
+    // (a storage that refuses: the replay page then offers its ghost races as ever)
+  }
+}
+
 function tick() {
   const now = performance.now();
+  markRoom();
   const room = state.room;
   const countdown = $("countdown");
   if (room && room.state === "countdown" && state.countdownEnd !== null) {

@@ -8,6 +8,10 @@ import { drawBoard } from "./board.js";
 import { PAR_ID, RaceReplay, parseRecord, variantTitle } from "./replay_engine.js";
 
 const STORE_KEY = "solrace.identity"; // the lobby's (app.js): {name, token, account}
+const ROOM_MARK_KEY = "solrace.room"; // the lobby's (app.js): {code, at}, the room it is in
+// A mark no page has renewed for this long is stale: the server's seat grace (60 s) is
+// over, and the room has let the player go (the lobby renews it every 20 s).
+const ROOM_MARK_FRESH_MS = 120_000;
 const RACE_FORMAT = "solrace-race/1";
 const SPEEDS = [1, 4, 16];
 const STATUS_TEXT = {
@@ -45,6 +49,17 @@ function storedToken() {
   } catch {
     return null;
   }
+}
+
+// The room this browser's player is in (the lobby's mark, while fresh), or null.
+function roomNow() {
+  try {
+    const mark = JSON.parse(localStorage.getItem(ROOM_MARK_KEY) || "null");
+    if (mark && typeof mark.code === "string" && Date.now() - Number(mark.at) < ROOM_MARK_FRESH_MS) return mark.code;
+  } catch {
+    // (no mark to read: no room)
+  }
+  return null;
 }
 
 // "/replay/CODE/RACE" -> {room, race}, or null.
@@ -154,6 +169,7 @@ class ReplayPage {
     this.lastFrame = null;
     this.frame = null;
     this.panels = new Map(); // player id -> {node, step, status, board parts}
+    this.ghosts = []; // {race, busy}: each run's ghost link, and what is said instead
     this.slider = $("replay-slider");
     this.playButton = $("replay-play");
   }
@@ -177,6 +193,10 @@ class ReplayPage {
     boards.replaceChildren();
     boards.dataset.players = String(replay.players.length);
     for (const player of replay.players) boards.append(this.panel(player));
+    this.showGhosts();
+    window.addEventListener("storage", (event) => {
+      if (event.key === ROOM_MARK_KEY || event.key === null) this.showGhosts();
+    });
     this.results();
     this.wire();
     $("replay-loading").hidden = true;
@@ -211,7 +231,10 @@ class ReplayPage {
         "data-testid": "rp-ghost",
       });
       race.textContent = `Race ${player.name}'s run as a ghost`;
-      node.append(race);
+      // A player in a room cannot race a ghost (its link would lead back to the room).
+      const busy = el("p", "hint rp-ghost-busy", { "data-testid": "rp-ghost-busy" });
+      node.append(race, busy);
+      this.ghosts.push({ race, busy });
     }
     if (player.error) {
       const note = el("p", "rp-error", { "data-testid": "rp-error" });
@@ -222,6 +245,19 @@ class ReplayPage {
     }
     this.panels.set(player.id, { node, banked, moves, status, fill, host, step: -1, shown: "" });
     return node;
+  }
+
+  // The ghost links, but for a player in a room: what to do first, instead.
+  showGhosts() {
+    const room = roomNow();
+    for (const { race, busy } of this.ghosts) {
+      race.hidden = Boolean(room);
+      busy.hidden = !room;
+      busy.textContent = room ? `You are in room ${room}: leave it to race this run as a ghost.` : "";
+    }
+    // (a mark left by a page closed in a room goes stale with no event to say so)
+    clearTimeout(this.ghostTimer);
+    if (room) this.ghostTimer = setTimeout(() => this.showGhosts(), 30_000);
   }
 
   results() {

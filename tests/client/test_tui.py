@@ -4,6 +4,7 @@ keys typed at the prompt, and what its panes show."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import multiprocessing.resource_tracker
 import re
@@ -22,10 +23,20 @@ from textual.pilot import Pilot
 from textual.widgets import Input, RichLog, Static
 
 from solrace.cli import build_parser, main
+from solrace.client import Client
 from solrace.client.cli import build_app, full_screen
-from solrace.client.tui import DAILY_HELP, STUCK_UNDO, RaceApp, board_text
+from solrace.client.tui import (
+    DAILY_HELP,
+    GAME_MOVES,
+    STUCK_UNDO,
+    BoardsPane,
+    RaceApp,
+    board_text,
+    daily_help,
+    play_help,
+)
 from solrace.client.urls import BadServerUrl, parse_server_url, room_link, why_unreachable
-from solrace.engine import parse_move
+from solrace.engine import VARIANTS, MoveKind, Status, board_view, new_game, parse_move
 
 # The end-to-end helpers of the server tests: forced deals and known lines.
 sys.path.append(str(Path(__file__).resolve().parents[1] / "server"))
@@ -331,7 +342,7 @@ def test_server_urls_as_people_paste_them() -> None:
         "http://h/r/abc/def",
         "http://h/r/",
     ):
-        with pytest.raises(BadServerUrl, match=r"^bad_url: "):
+        with pytest.raises(BadServerUrl, match=r"is not a server URL .*\[bad_url\]$"):
             parse_server_url(bad)
 
 
@@ -345,9 +356,11 @@ def test_a_url_that_is_no_server_is_refused_with_its_code(
         assert main(["watch", "http://127.0.0.1:8765/", "--plain"]) == 2
         assert main(["play", "http://127.0.0.1:8765/r/ABCD2345", "--join", "WXYZ6789"]) == 2
     lines = err.getvalue().splitlines()
-    assert lines[0].startswith("solrace play: bad_url: 'ftp://example.org/' is not a server URL")
-    assert lines[1].startswith("solrace watch: no_room: ")
-    assert lines[2].startswith("solrace play: two_rooms: ")
+    # The stable code in brackets at the end, as the server's refusals are shown.
+    assert lines[0].startswith("solrace play: 'ftp://example.org/' is not a server URL")
+    assert lines[0].endswith("[bad_url]")
+    assert lines[1].startswith("solrace watch: ") and lines[1].endswith("[no_room]")
+    assert lines[2].startswith("solrace play: ") and lines[2].endswith("[two_rooms]")
 
 
 async def test_watch_shows_the_boards_and_stays_for_a_rematch(
@@ -542,3 +555,249 @@ def test_why_a_server_was_unreachable_is_never_empty() -> None:
     said = why_unreachable("wss://127.0.0.1:8765/", ConnectionResetError())
     assert said is not None and "wss" in said and "ws://" in said
     assert why_unreachable("ws://127.0.0.1:8765/", BrokenPipeError()) == "BrokenPipeError"
+
+
+# -- 80 x 24, the help's moves, coming back ------------------------------------------------
+
+
+def screen_lines(app: RaceApp) -> list[str]:
+    """The terminal's rows as the app last drew them: what a person sees."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def seen(app: RaceApp, text: str, region: Any) -> bool:
+    """Whether ``text`` is drawn on the screen within ``region`` (its visible part)."""
+    rows = screen_lines(app)[region.y : region.bottom]
+    return any(text in row[region.x : region.right] for row in rows)
+
+
+def deepest_prefix(variant: str, line: list[str]) -> tuple[int, int]:
+    """How far into ``line`` its longest tableau pile is, and that pile's length."""
+    game = new_game(variant, winning_deal(variant)[0])
+    best = (0, 0)
+    for i, move in enumerate(line, start=1):
+        game.apply(parse_move(move))
+        depth = max(len(pile) for pile in game.tableau)
+        if depth > best[1]:
+            best = (i, depth)
+    return best
+
+
+async def test_the_top_of_a_long_pile_shows_at_80_by_24(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pile longer than the rows left shows its last cards under a count of the others:
+    every pile's top card (the one that plays) is on the screen, without scrolling."""
+    seed, line = winning_deal("canfield")
+    moves, depth = deepest_prefix("canfield", line)
+    assert depth >= 10, "the winning line never makes a long pile"
+    deal_seed(monkeypatch, seed)
+    app = RaceApp(server.url, name="small", settings={"countdown": 0}, request_timeout=TIMEOUT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await shows(pilot, "#title", r"room \w{8}")
+        await type_line(pilot, "start")
+        await until(pilot, lambda: app.client.view is not None, "the deal")
+        await paste_moves(pilot, line[:moves])
+        await pilot.pause()
+        view = app.client.view
+        assert view is not None
+        assert max(len(pile) for pile in view["tableau"]) == depth
+        boards = app.query_one("#boards", BoardsPane)
+        board = app.query_one("#board", Static)
+        assert boards.max_scroll_y == 0, "the board needs scrolling"
+        assert re.search(r"  \+\d+ ", pane(app, "#board")), pane(app, "#board")
+        for i, pile in enumerate(view["tableau"]):
+            top = pile[-1]
+            face = f"{top[:-1] + {'C': '♣', 'D': '♦', 'H': '♥', 'S': '♠'}[top[-1]]:>4}"
+            column = boards.region.intersection(board.region)
+            column = column._replace(x=column.x + 5 * i, width=4)
+            assert seen(app, face, column), (top, "\n".join(screen_lines(app)))
+        # The legal moves shown take rows: the board is drawn again within what is left.
+        await pilot.press("?")
+        await pilot.pause()
+        await pilot.pause()
+        assert boards.max_scroll_y == 0, "the board needs scrolling"
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+def test_a_board_within_a_height_keeps_every_top_and_the_lead_rank() -> None:
+    game = new_game("rainbow-canfield", 7)
+    view = board_view(game)
+    lead = {"A": "Ace", "J": "Jack", "Q": "Queen", "K": "King"}.get(view["base_rank"])
+    rule = f"from {lead or view['base_rank']} up by suit, King wraps to Ace"
+    # Compact (a short terminal) leaves the foundations' rule out, but for Rainbow
+    # Canfield's lead rank, which is the deal's.
+    assert rule in board_text(view, compact=True).plain
+    assert "up to King" not in board_text(board_view(new_game("canfield", 7)), compact=True).plain
+    # A pile of twelve cards within ten lines: its count, then its last cards.
+    view["tableau"][1] = ["KS", "QH", "JS", "10H", "9S", "8H", "7S", "6H", "5S", "4H", "3S", "2H"]
+    lines = board_text(view, compact=True, color=False, height=10).plain.splitlines()
+    assert len(lines) == 10, lines
+    second = [row[5:9].strip() for row in lines[-3:]]  # pile t2's column
+    assert second == ["+10", "3♠", "2♥"], lines  # the ten cards above, then the last two
+    # A resignation is the race's: the board says so, though its game reads "playing".
+    assert "resigned" in board_text(view, status="resigned").plain.splitlines()[0]
+
+
+async def test_the_log_and_the_room_fit_80_by_24(
+    server: RunningServer, make_client: ClientFactory
+) -> None:
+    """At 80 columns no log line runs under the scrollbar (nor needs scrolling sideways),
+    and the lobby's members show without scrolling."""
+    app = RaceApp(server.url, name="narrow", request_timeout=TIMEOUT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        code = (await shows(pilot, "#title", r"room (\w{8})"))[1]
+        for name in ("rival", "bob", "carol"):
+            await (await make_client(name)).join(code)
+        await shows(pilot, "#room", r"^  carol$")
+        await shows(pilot, "log", r"finish first 30")  # the help's long lines
+        await pilot.pause()
+        log_pane = app.query_one("#log", RichLog)
+        width = log_pane.scrollable_content_region.width
+        assert max(strip.cell_length for strip in log_pane.lines) <= width
+        assert log_pane.max_scroll_x == 0
+        side = app.query_one("#side", VerticalScroll)
+        for name in ("narrow", "rival", "bob", "carol"):
+            assert seen(app, f"  {name}", side.region), "\n".join(screen_lines(app))
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+def test_each_game_s_help_gives_the_moves_its_game_takes() -> None:
+    """Every move the help shows is one its game makes, and every kind of move the game
+    makes (each pile a card leaves, and runs or whole piles where they move) is shown."""
+    for variant in VARIANTS:
+        helped = set()
+        for example in re.findall(r"([\w-]+) \(", GAME_MOVES[variant]):
+            move = parse_move(example.replace("xN", "x2"))
+            if move.kind is MoveKind.MOVE:
+                assert move.src is not None
+                helped.add((move.src.value, move.count > 1))
+            else:
+                helped.add(move.kind.value)
+        made: set[Any] = set()
+        for seed in range(40):
+            game = new_game(variant, seed)
+            for step in range(150):
+                legal = game.legal_moves()
+                if not legal or game.status is not Status.PLAYING:
+                    break
+                for move in legal:
+                    if move.kind is MoveKind.MOVE:
+                        assert move.src is not None
+                        made.add((move.src.value, move.count > 1))
+                    else:
+                        made.add(move.kind.value)
+                game.apply(legal[(seed + step) % len(legal)])
+        assert helped == made, (variant, helped, made)
+        assert GAME_MOVES[variant] in play_help(True, variant)
+        assert GAME_MOVES[variant] in daily_help(variant)
+
+
+async def test_a_player_back_in_a_race_sees_the_race(
+    server: RunningServer, make_client: ClientFactory
+) -> None:
+    """A player whose client died comes back (its token) into its race: the race, not the
+    lobby's welcome; resigning then shows on its own board."""
+    host = await make_client("host")
+    room = await host.create_room("canfield", countdown=0, winnable=False)
+    first = Client(server.url, name="quinn", request_timeout=TIMEOUT)
+    await first.connect()
+    await first.join(room["code"])
+    await host.start()
+    await first.next_event("race_started", timeout=TIMEOUT)
+    await first.move("d")
+    token = first.token
+    await first.drop()  # the terminal died: no leave
+    await first.close()
+    app = RaceApp(server.url, name="quinn", token=token, join=room["code"], request_timeout=TIMEOUT)
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "log", r"Back in race 1: your game goes on where it was\.")
+        assert "Type 'ready'" not in log(app)
+        await shows(pilot, "#board", r"moves 1   playing")
+        await shows(pilot, "#clock", r"^Time left \d+:\d\d$")
+        await type_line(pilot, "resign")
+        await shows(pilot, "#standings", r"quinn \(you\) .* resigned")
+        await shows(pilot, "#board", r"moves 1   resigned")
+        await shows(pilot, "#status", r"^You resigned\.$")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+class Relay:
+    """A TCP relay to a server, which a test cuts (every connection through it dropped,
+    none taken) and restores on the same port: an outage of one client's network."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.port = 0
+        self.listener: asyncio.Server | None = None
+        self.writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/"
+
+    async def restore(self) -> None:
+        self.listener = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
+        self.port = self.listener.sockets[0].getsockname()[1]
+
+    async def cut(self) -> None:
+        assert self.listener is not None
+        self.listener.close()
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        self.writers.update((writer, up_writer))
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            sink.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+async def test_the_clock_waits_for_the_server_in_an_outage(
+    server: RunningServer, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the connection is down the clock says so (it has no race clock of its own);
+    back, it is the server's, which moved on meanwhile (a rival's first win)."""
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    relay = Relay(server.server.port)
+    await relay.restore()
+    settings = {"countdown": 0, "finish": "first", "finish_grace": 30, "winnable": False}
+    app = RaceApp(
+        relay.url,
+        name="away",
+        settings=settings,
+        request_timeout=TIMEOUT,
+        resume_timeout=4 * TIMEOUT,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        code = (await shows(pilot, "#title", r"room (\w{8})"))[1]
+        rival = await make_client("rival")
+        await rival.join(code)
+        await type_line(pilot, "start")
+        await rival.next_event("race_started", timeout=TIMEOUT)
+        await shows(pilot, "#clock", r"^Time left 1[45]:\d\d$")
+        await relay.cut()
+        await shows(pilot, "#clock", r"^Time left: reconnecting…$")
+        await shows(pilot, "log", r"Connection lost: reconnecting…")
+        for move in line:  # the rival wins meanwhile: the race ends 30 s from now
+            await rival.move(move)
+        assert pane(app, "#clock") == "Time left: reconnecting…"
+        await relay.restore()
+        await shows(pilot, "log", r"Connection restored\.")
+        await shows(pilot, "#clock", r"^Time left 0:[0-3]\d \(first to finish\)$")
+        await shows(pilot, "#standings", r"rival .* won 1st")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+    await relay.cut()

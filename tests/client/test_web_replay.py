@@ -563,3 +563,48 @@ async def test_a_run_is_raced_as_a_ghost_from_its_replay_page(
     await expect(ghost).to_contain_text("won")
     assert errors == []
     await context.close()
+
+
+async def test_a_player_in_a_room_is_offered_no_ghost_race(
+    browser: Browser, server: RunningServer, won_line: tuple[int, list[str]]
+) -> None:
+    """A ghost race starts from no room (the server keeps a player in the room it is in):
+    while this browser's player is in one, the replay page says so instead of linking to
+    a race that could not start, and offers the race again once the player has left."""
+    race = await play_race(server, "live", *won_line)
+    context, lobby, errors = await open_page(browser, server, "/")
+    await enter_name(lobby, "Cat")
+    await test_web.create_room(lobby, "canfield", countdown=0)
+    code = (await lobby.text_content(tid("room-code"))) or ""
+    page = await context.new_page()  # the same browser: the lobby's storage
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(f"http://127.0.0.1:{server.server.port}/replay/{race['code']}/1")
+    ann = page.locator(f'[data-testid="replay-player"][data-player-id="{race["ann"]}"]')
+    await expect(ann.locator(tid("rp-ghost-busy"))).to_have_text(
+        f"You are in room {code}: leave it to race this run as a ghost."
+    )
+    await expect(ann.locator(tid("rp-ghost"))).to_be_hidden()
+    href = await ann.locator(tid("rp-ghost")).get_attribute("href")
+    assert href is not None
+
+    # The ghost's link followed all the same (an older page): the room says why.
+    await lobby.goto(f"http://127.0.0.1:{server.server.port}{href}")
+    await expect(lobby.locator(tid("room"))).to_be_visible()
+    await expect(lobby.locator(tid("notice"))).to_have_text(
+        f"You are still in room {code}: leave it to race the ghost."
+    )
+    # Out of the room, the ghost race waits on the home screen, and the replay links it.
+    await lobby.click(tid("leave"))
+    await expect(lobby.locator(tid("home"))).to_be_visible()
+    await expect(lobby.locator(tid("ghost-notice"))).to_be_visible()
+    await expect(ann.locator(tid("rp-ghost"))).to_be_visible()
+    await expect(ann.locator(tid("rp-ghost-busy"))).to_be_hidden()
+
+    # A mark left by a page closed in a room goes stale once the room has let the player go.
+    await lobby.close()
+    stale = "JSON.stringify({code: 'ABCD2345', at: Date.now() - 5 * 60 * 1000})"
+    await page.evaluate(f"localStorage.setItem('solrace.room', {stale})")
+    await page.reload()
+    await expect(ann.locator(tid("rp-ghost"))).to_be_visible()
+    assert errors == []
+    await context.close()

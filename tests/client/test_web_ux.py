@@ -759,19 +759,56 @@ def axe_script() -> str:
     pytest.skip(wanted)
 
 
+AXE_ALWAYS = ["heading-order"]
+"""Rules of a lesser impact that the audit holds to all the same: headings one level under
+the one before (a screen reader's outline of the page)."""
+
+
 async def audit(page: Page, screen: str, axe: str) -> None:
-    """axe-core on the page as it is: no serious or critical violation."""
+    """axe-core on the page as it is: no serious or critical violation (nor one of
+    ``AXE_ALWAYS``)."""
     if not await page.evaluate("typeof window.axe === 'object'"):
         await page.add_script_tag(path=axe)
     found: list[dict[str, Any]] = await page.evaluate(
-        """async () => {
+        """async (always) => {
           const result = await axe.run(document, { resultTypes: ["violations"] });
           return result.violations
-            .filter((v) => v.impact === "serious" || v.impact === "critical")
+            .filter((v) => v.impact === "serious" || v.impact === "critical" || always.includes(v.id))
             .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }));
-        }"""
+        }""",
+        AXE_ALWAYS,
     )
     assert found == [], f"{screen}: {found}"
+
+
+async def contrast(page: Page, selector: str) -> float:
+    """The contrast ratio (WCAG 2) of the text of ``selector`` on its background, the
+    translucent backgrounds under it laid over one another down to the page's."""
+    ratio: float = await page.locator(selector).first.evaluate(
+        r"""(node) => {
+          const rgba = (text) => {
+            const [r, g, b, a = 1] = text.match(/[\d.]+/g).map(Number);
+            return [r, g, b, a];
+          };
+          const over = (top, under) => top.slice(0, 3).map((c, i) => c * top[3] + under[i] * (1 - top[3])).concat(1);
+          const layers = [];
+          for (let at = node; at; at = at.parentElement) layers.push(rgba(getComputedStyle(at).backgroundColor));
+          let back = rgba(getComputedStyle(document.documentElement).backgroundColor);
+          if (back[3] < 1) back = [255, 255, 255, 1];
+          for (const layer of layers.reverse()) back = over(layer, back);
+          const ink = over(rgba(getComputedStyle(node).color), back);
+          const light = (c) => {
+            const [r, g, b] = c.slice(0, 3).map((v) => {
+              const s = v / 255;
+              return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+            });
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+          };
+          const [a, b] = [light(ink), light(back)].sort((x, y) => y - x);
+          return (a + 0.05) / (b + 0.05);
+        }"""
+    )
+    return ratio
 
 
 async def audited_page(browser: Browser, pages: Pages, path: str, scheme: str) -> Page:
@@ -832,6 +869,41 @@ async def test_every_screen_passes_an_accessibility_audit(
     await page.goto(f"{pages.base}/r/{code}")
     await expect(page.locator(tid("watch-offer"))).to_be_visible()
     await audit(page, "watch offer", axe)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+async def test_a_win_in_the_standings_reads_at_aa_contrast(
+    browser: Browser,
+    pages: Pages,
+    make_client: ClientFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+) -> None:
+    """The "won · 1st" badge of a winner's row (and the pressed "Ready" button, of the same
+    green): white text at 4.5:1 at least (WCAG AA for text of its size)."""
+    axe = axe_script()
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    ann = await make_client("Ann")
+    room = await ann.create_room("canfield", countdown=0, winnable=False)
+    page = await audited_page(browser, pages, f"/r/{room['code']}", scheme)
+    await enter_name(page, "Bea")
+    await page.click(tid("ready"))
+    ready = page.locator(tid("ready"))
+    await expect(ready).to_have_class(re.compile(r"\bon\b"))
+    assert await contrast(page, tid("ready")) >= 4.5
+    await ann.start()
+    await ann.next_event("race_started", timeout=TIMEOUT)
+    for move in line:
+        await ann.move(move)
+    row = page.locator(f'{tid("progress-row")}[data-player-id="{ann.player_id}"]')
+    badge = row.locator(tid("status"))
+    await expect(badge).to_have_text("won · 1st")
+    ratio = await contrast(
+        page, f'{tid("progress-row")}[data-player-id="{ann.player_id}"] {tid("status")}'
+    )
+    assert ratio >= 4.5, f"won · 1st: {ratio:.2f}:1"
+    await audit(page, "a win in the standings", axe)
 
 
 async def test_a_racing_room_that_takes_no_spectators_offers_no_watching(
