@@ -134,6 +134,7 @@ class Node:
         self._noted_since: int | None = None  # since when each note of this node went in
         self._silent_swept = 0  # when this node last looked for silent ones
         self._stopped = False
+        self._looked_at: set[tuple[str, int]] = set()  # finished races checked for results
         self._stopping_ms: int | None = None  # when the node stopped taking moves
         self._player_locks: dict[str, _PlayerLock] = {}
         self.guard = Guard(self.config, backend)
@@ -270,11 +271,14 @@ class Node:
             return 0
         ticked = 0
         codes = [code for code in codes if code not in self.held]
+        noted: dict[tuple[str, str], set[str]] = {}
         for code in random.sample(codes, min(len(codes), ORPHAN_LOADS)):
             if code in self.held or self._stopped:
                 continue
             try:
                 room = await self.backend.load_room(code)
+                if room is not None and room.state is RoomState.FINISHED:
+                    await self._record_orphaned(room, noted)
             except BackendUnavailable:
                 return ticked
             if room is None:
@@ -286,6 +290,21 @@ class Node:
         if ticked:
             log.info("orphans_ticked", count=ticked)
         return ticked
+
+    async def _record_orphaned(self, room: Room, noted: dict[tuple[str, str], set[str]]) -> None:
+        """Record a finished race's results that the node that ended it did not live to
+        write (once the race is ``ORPHAN_SLACK_MS`` over: a live node writes them at
+        once). Each race is looked at once by this node."""
+        key = (room.code, room.race)
+        if key in self._looked_at:
+            return
+        end = (room.starts_ms or 0) + rooms.race_length_ms(room, self.now_ms())
+        if self.now_ms() < end + ORPHAN_SLACK_MS:
+            return
+        await self.fanout.record_missed(room, noted)
+        if len(self._looked_at) >= ORPHAN_LOADS * 8:
+            self._looked_at.clear()
+        self._looked_at.add(key)
 
     @property
     def name(self) -> str:
