@@ -100,6 +100,7 @@ class Ghosts:
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        self._driving: set[tuple[str, int]] = set()  # the races this node drives a ghost in
 
     async def find(self, ref: str, player_id: str | None) -> GhostRun:
         """The run ``ref`` names, if ``player_id`` may race it (None: the room that races
@@ -186,16 +187,27 @@ class Ghosts:
         return GhostRun(ref, entry.name, variant, seed, steps, end, deal.par)
 
     async def race(self, code: str, room: Room) -> None:
-        """Drive the ghost of ``room``'s running race (found again from its setting)."""
+        """Drive the ghost of ``room``'s running race (found again from its setting), unless
+        this node drives it already. A node that comes to hold the room (its player back
+        through it after the node that drove the ghost drained) drives it on from where
+        it is; a standing the ghost has already is not recorded twice, so two nodes driving
+        one ghost for a while is harmless."""
         ref = room.settings.ghost
         if ref is None or room.state is not RoomState.RACING or room.starts_ms is None:
             return
-        try:
-            run = await self.find(ref, None)
-        except (ProtocolError, BackendUnavailable):
-            log.warning("ghost_not_found", room=code, ghost=ref)
+        key = (code, room.race)
+        if key in self._driving:
             return
-        await self._drive(code, room.race, room.starts_ms, run)
+        self._driving.add(key)
+        try:
+            try:
+                run = await self.find(ref, None)
+            except (ProtocolError, BackendUnavailable):
+                log.warning("ghost_not_found", room=code, ghost=ref)
+                return
+            await self._drive(code, room.race, room.starts_ms, run)
+        finally:
+            self._driving.discard(key)
 
     async def _drive(self, code: str, race: int, starts_ms: int, run: GhostRun) -> None:
         node = self.node
@@ -225,4 +237,7 @@ class Ghosts:
         """The ghost's next standing, in the race it drives (nothing once that is over)."""
         if room.race != race or room.state is not RoomState.RACING:
             return Outcome(room)
+        kept = room.players.get(standing.player_id)
+        if kept is not None and standing.moves is not None and kept.moves >= standing.moves:
+            return Outcome(room)  # another node's driver recorded it already
         return record_standings(room, [standing])

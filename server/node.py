@@ -532,6 +532,9 @@ class Node:
                     held.task = asyncio.ensure_future(self.fanout.worker(held))
                     await self.backend.subscribe(code, self.fanout.on_event)
                     self.metrics.rooms.set(len(self.held))
+                    if room.settings.ghost is not None and room.state is RoomState.RACING:
+                        # Its ghost goes on here if it stopped with the node driving it.
+                        self.spawn(self.ghosts.race(code, room))
                 held.members.add(session)
                 session.room, session.role = code, role
                 member = room.members.get(session.player_id or "")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import TIMEOUT, RunningServer, ServerFactory
-from e2e_support import FAST, deal_seed, winning_deal
+from e2e_support import FAST, RawClient, deal_seed, winning_deal
 
 from solrace.client import Client, ServerError
 from solrace.server.daily import utc_date
@@ -215,3 +215,53 @@ async def test_the_runs_own_win_never_ends_a_ghost_race(
         over = await dee.next_event("race_over", timeout=TIMEOUT)
     statuses = {r.get("ghost", False): r["status"] for r in over["results"]}
     assert statuses == {True: "won", False: "won"}
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_ghost_goes_on_when_its_node_drains(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node that drove the ghost stops (a rolling upgrade); its player comes back
+    through another node, which drives the ghost on from where it was, to its end."""
+    first = await start_server(limits=FAST)
+    second = await start_server(limits=FAST)
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    played = line[:30]
+    async with Client(first.url, name="Ann", request_timeout=TIMEOUT) as ann:
+        await ann.create_room("canfield", countdown=0, spectators="live", max_players=1)
+        await ann.start()
+        await ann.next_event("race_started", timeout=TIMEOUT)
+        for move in played:  # a run of about three seconds
+            await ann.move(move)
+            await asyncio.sleep(0.1)
+        await ann.resign()
+        await ann.next_event("race_over", timeout=TIMEOUT)
+        assert ann.room is not None and ann.player_id is not None
+        ref = f"{ann.room['code']}/1/{ann.player_id}"
+
+    bea = await RawClient.open(first.url, name="Bea")
+    made = await bea.request(
+        {"type": "create_room", "variant": "canfield", "ghost": ref, "countdown": 0}
+    )
+    code = made["room"]["code"]
+    await bea.request({"type": "start"})
+    await bea.recv(lambda f: f.get("type") == "race_started")
+    await bea.recv(
+        lambda f: f.get("type") == "progress" and any(e.get("ghost") for e in f["players"])
+    )
+    await first.server.close()  # the ghost's driver stops with its node
+
+    back = await RawClient.open(second.url, token=bea.token)
+    snapshot = await back.recv(lambda f: f.get("type") == "room")
+    assert snapshot["room"]["code"] == code
+    ghost = next(p for p in snapshot["room"]["players"] if p["player_id"] != bea.player_id)
+    assert ghost["moves"] < len(played)  # it had not ended yet
+    ended = await back.recv(
+        lambda f: (
+            f.get("type") == "progress"
+            and any(e.get("ghost") and e["moves"] == len(played) for e in f["players"])
+        )
+    )
+    (entry,) = [e for e in ended["players"] if e.get("ghost")]
+    assert entry["elapsed_ms"] >= ghost["elapsed_ms"]  # on, from where it was
