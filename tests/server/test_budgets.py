@@ -315,16 +315,11 @@ def test_a_rate_is_forgotten_only_once_unused_and_full_again() -> None:
     assert guard.prune(now=refill + 1) == 2  # the identity's and the address's
 
 
-@pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
-async def test_a_resume_that_rebuilds_a_long_game_is_charged_to_the_rates(
-    start_server: ServerFactory,
-) -> None:
-    """A game the node no longer holds is rebuilt from its log for the snapshot of a
-    resume: on the event loop, about 4 ms a thousand moves. Reconnecting again and again
-    to a long game bought that for one hello each (one address stalled the node's other
-    players); the rebuild is now owed to the identity's and the address's message rates,
-    so the next message of the identity waits."""
-    server = await start_server(budgets=LOOSE_BUDGETS)
+LONG_GAME = 9_000  # draw and undo, legal for ever: 90 messages (of a burst of 60)
+
+
+async def _racing_alone(server: RunningServer) -> tuple[RawClient, str, int]:
+    """A player alone in a running race with undo: the client, the room code and race."""
     raw = await RawClient.open(server.url, name="long")
     made = await raw.request(
         {
@@ -336,25 +331,46 @@ async def test_a_resume_that_rebuilds_a_long_game_is_charged_to_the_rates(
             "undo": True,
         }
     )
-    code = made["room"]["code"]
     await raw.request({"type": "start"})
     started = await raw.recv(lambda f: f.get("type") == "race_started")
-    race = started.get("race", 1)
+    return raw, made["room"]["code"], started.get("race", 1)
+
+
+async def _log_a_long_game(server: RunningServer, raw: RawClient, code: str, race: int) -> None:
+    """Log ``LONG_GAME`` moves of the player's (as played through the store)."""
+    for rev in range(LONG_GAME):
+        move = "d" if rev % 2 == 0 else "u"
+        await server.node.backend.append_move(code, race, raw.player_id, rev, move, rev)
+
+
+async def _charged(raw: RawClient) -> None:
+    """The identity's next message waits: the rebuild was owed to its rates."""
+    refused = await raw.request({"type": "ping"})
+    assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
+    assert refused["retry_after"] > 0.5, refused
+
+
+@pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
+async def test_a_resume_that_rebuilds_a_long_game_is_charged_to_the_rates(
+    start_server: ServerFactory,
+) -> None:
+    """A game the node no longer holds is rebuilt from its log for the snapshot of a
+    resume: on the event loop, about 4 ms a thousand moves. Reconnecting again and again
+    to a long game bought that for one hello each (one address stalled the node's other
+    players); the rebuild is now owed to the identity's and the address's message rates,
+    so the next message of the identity waits."""
+    server = await start_server(budgets=LOOSE_BUDGETS)
+    raw, code, race = await _racing_alone(server)
     raw.ws.transport.abort()
     async with asyncio.timeout(TIMEOUT):
         while code in server.node.held:  # the node lets go of the room and its game
             await asyncio.sleep(0.01)
-    backend = server.node.backend
-    moves = 9_000  # draw and undo, legal for ever: 90 messages (of a burst of 60)
-    for rev in range(moves):
-        await backend.append_move(code, race, raw.player_id, rev, "d" if rev % 2 == 0 else "u", rev)
+    await _log_a_long_game(server, raw, code, race)
 
     back = await RawClient.open(server.url, token=raw.token)
     snapshot = await back.recv(lambda f: f.get("type") == "room")
-    assert snapshot["room"]["you"]["rev"] == moves
-    refused = await back.request({"type": "ping"})
-    assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
-    assert refused["retry_after"] > 0.5, refused
+    assert snapshot["room"]["you"]["rev"] == LONG_GAME
+    await _charged(back)
 
 
 @pytest.mark.parametrize("backend_kind", ["embedded"], indirect=True)
@@ -366,29 +382,10 @@ async def test_a_move_that_rebuilds_a_long_game_is_charged_to_the_rates(
     the rates as a resume's is: a player who could make the node drop its game again and
     again would otherwise stall the node's other players for the price of a move."""
     server = await start_server(budgets=LOOSE_BUDGETS)
-    raw = await RawClient.open(server.url, name="long")
-    made = await raw.request(
-        {
-            "type": "create_room",
-            "variant": "canfield",
-            "countdown": 0,
-            "max_players": 1,
-            "winnable": False,
-            "undo": True,
-        }
-    )
-    code = made["room"]["code"]
-    await raw.request({"type": "start"})
-    started = await raw.recv(lambda f: f.get("type") == "race_started")
-    race = started.get("race", 1)
-    backend = server.node.backend
-    moves = 9_000  # draw and undo, legal for ever: 90 messages (of a burst of 60)
-    for rev in range(moves):
-        await backend.append_move(code, race, raw.player_id, rev, "d" if rev % 2 == 0 else "u", rev)
+    raw, code, race = await _racing_alone(server)
+    await _log_a_long_game(server, raw, code, race)
     server.node.held[code].games.pop(raw.player_id)  # as after a failed append
 
-    acked = await raw.request({"type": "move", "move": "d", "rev": moves})
-    assert acked["type"] == "ack" and acked["rev"] == moves + 1, acked
-    refused = await raw.request({"type": "ping"})
-    assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
-    assert refused["retry_after"] > 0.5, refused
+    acked = await raw.request({"type": "move", "move": "d", "rev": LONG_GAME})
+    assert acked["type"] == "ack" and acked["rev"] == LONG_GAME + 1, acked
+    await _charged(raw)
