@@ -379,6 +379,9 @@ class MovePath:
         another node, and a stale game's standing would overwrite theirs)."""
         node = self.node
         held, room, player_id = self.checked(session)
+        # No move of the player's is logged after this (one through another node), so the
+        # log read next is the game resigned.
+        await node.backend.close_log(room.code, room.race, player_id)
         game = await self.game(held, room, player_id, check=True, charge=session)
         game.resign()
         held.pending.pop(player_id, None)

@@ -344,6 +344,13 @@ class Backend(ABC):
         room's last events, which may need the logs, are handled)."""
 
     @abstractmethod
+    async def close_log(self, code: str, race: int, player_id: str) -> None:
+        """Take no more moves into the player's log of the race (the player resigns),
+        before the log is read for the resignation's standing: with nodes sharing the
+        store, a move through another node could otherwise be logged after it, a move the
+        results would not count."""
+
+    @abstractmethod
     async def drop_race_logs(self, code: str, race: int, player_ids: list[str]) -> None:
         """Delete a finished race's move logs once its results (and its copy for replays,
         or the daily attempt's entry) are written: a room that races on and on would

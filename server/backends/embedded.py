@@ -813,6 +813,11 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         for race in [r for c, r in self._first if c == code]:
             del self._first[(code, race)]
 
+    async def close_log(self, code: str, race: int, player_id: str) -> None:
+        """Nothing to do: one node logs a player's moves and reads the log for their
+        resignation one after the other (a second connection of the player takes the
+        first one's place)."""
+
     async def drop_race_logs(self, code: str, race: int, player_ids: list[str]) -> None:
         """Delete the race's rows of ``logs`` (and what this pass holds of them)."""
         db = self._write()

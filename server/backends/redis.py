@@ -198,6 +198,7 @@ return swapped
 # sent it held a stale game (the player played on through another node), and an answer
 # of "logged" would let it report a standing the log has left behind.
 _APPEND_MOVE = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return -2 end
 local n = redis.call('XLEN', KEYS[1])
 local rev = tonumber(ARGV[1])
 if rev == n then
@@ -233,7 +234,9 @@ for j = 2, #a, 5 do
   local id = '0-' .. string.format('%d', rev + 1)
   local n = redis.call('XLEN', log)
   out[i] = n
-  if rev == n then
+  if redis.call('EXISTS', log .. ':over') == 1 then
+    out[i] = -2
+  elseif rev == n then
     redis.call('XADD', log, id, 'm', move, 't', string.format('%d', a[j + 4]))
     redis.call('SADD', logs, log)
     if ttl > 0 then
@@ -289,6 +292,10 @@ _Call = tuple["AsyncScript", list[str], list[Any], "asyncio.Future[Any]"]
 """A script call waiting for its pass's round trip: the script, keys, args, its answer."""
 
 
+_LOG_CLOSED = -2
+"""An append script's answer for a log closed by its player's resignation."""
+
+
 def _appended(logged: asyncio.Future[None], answer: asyncio.Future[Any]) -> None:
     """Settle an append's future from its script's answer (-1: logged, else the log's
     length), as :meth:`RedisBackend.append_move` would return or raise."""
@@ -300,10 +307,13 @@ def _appended(logged: asyncio.Future[None], answer: asyncio.Future[Any]) -> None
     error = answer.exception()
     if error is None:
         length = int(answer.result())
-        if length < 0:
+        if length == _LOG_CLOSED:
+            error = ProtocolError(ErrorCode.GAME_OVER, "your game is over (resigned)")
+        elif length < 0:
             logged.set_result(None)
             return
-        error = ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
+        else:
+            error = ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {length} moves")
     elif isinstance(error, UNAVAILABLE_ERRORS):
         unavailable = BackendUnavailable(f"redis: {error}")
         unavailable.__cause__ = error
@@ -875,14 +885,34 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         if self._known(code):
             await self._drop_logs(code)
 
+    async def close_log(self, code: str, race: int, player_id: str) -> None:
+        """SET the log's closed mark (which the append scripts read), noted with the room's
+        logs so that it goes with them."""
+        key = f"{self._log_key(code, race, player_id)}:over"
+        ttl = self.room_ttl_ms
+        with self._guard():
+            await self._redis.set(key, 1, px=ttl if ttl > 0 else None)
+            await self._redis.sadd(self._room_key(code, "logs"), key)
+
     async def drop_race_logs(self, code: str, race: int, player_ids: list[str]) -> None:
-        """UNLINK the race's log streams (if this fails, their time to live does it)."""
+        """UNLINK the race's log streams (if this fails, their time to live does it), and
+        close each: a late move through a node that has not heard the race end is refused,
+        not logged into a new stream of a race that is over. The closed marks go with the
+        room's logs."""
         if not self._known(code) or not player_ids:
             return
-        keys = [self._log_key(code, race, player_id) for player_id in player_ids]
+        streams = [self._log_key(code, race, player_id) for player_id in player_ids]
+        marks = [f"{key}:over" for key in streams]
+        logs = self._room_key(code, "logs")
+        ttl = self.room_ttl_ms
         try:
-            await self._redis.srem(self._room_key(code, "logs"), *keys)
-            await self._redis.unlink(*keys)
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.srem(logs, *streams)
+                pipe.unlink(*streams)
+                for mark in marks:
+                    pipe.set(mark, 1, px=ttl if ttl > 0 else None)
+                pipe.sadd(logs, *marks)
+                await pipe.execute()
         except UNAVAILABLE_ERRORS as error:
             log.warning("race_logs_left", room=code, race=race, error=str(error))
 
@@ -935,7 +965,8 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self, code: str, race: int, player_id: str, rev: int, move: str, at_ms: int = 0
     ) -> asyncio.Future[None]:
         """:meth:`append_move` as a future, sent with the pass's other script calls."""
-        keys = [self._log_key(code, race, player_id), self._room_key(code, "logs")]
+        log_key = self._log_key(code, race, player_id)
+        keys = [log_key, self._room_key(code, "logs"), f"{log_key}:over"]
         args = [rev, rev + 1, move, self.room_ttl_ms, at_ms]
         answer = self._batched(self._append_move, keys, args)
         logged: asyncio.Future[None] = answer.get_loop().create_future()

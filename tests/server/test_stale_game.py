@@ -60,3 +60,51 @@ async def test_a_stale_game_on_another_node_never_overwrites_the_log_s_standing(
     assert (result["status"], result["moves"]) == ("resigned", DRAWS), result
     for client in (tab, other):
         client.ws.transport.abort()
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_no_move_through_another_node_is_logged_after_a_resignation(
+    start_server: ServerFactory,
+) -> None:
+    """The player resigns through one node while a move of theirs goes through another:
+    the move is refused (game_over), never logged after the resignation, where the
+    results would not count it and a replay of the log would not give the results."""
+    first = await start_server()
+    second = await start_server()
+    tab = await RawClient.open(first.url, name="solo")
+    made = await tab.request(
+        {
+            "type": "create_room",
+            "variant": "canfield",
+            "countdown": 0,
+            "max_players": 2,
+            "winnable": False,
+        }
+    )
+    code = made["room"]["code"]
+    rival = await RawClient.open(first.url, name="rival")  # the race goes on after
+    await rival.request({"type": "join_room", "code": code, "role": "player"})
+    await rival.request({"type": "set_ready", "ready": True})
+    await tab.request({"type": "start"})
+    await tab.recv(lambda f: f.get("type") == "race_started")
+    other = await RawClient.open(second.url, token=tab.token)
+    ack = await tab.request({"type": "move", "move": "d", "rev": 0})
+    assert ack["type"] == "ack", ack
+
+    resigned = await other.request({"type": "resign"})
+    assert resigned["type"] == "ok", resigned
+    late = await tab.request({"type": "move", "move": "d", "rev": 1})
+    assert late["type"] == "error" and late["code"] == "game_over", late
+    assert await first.node.backend.read_moves(code, 1, tab.player_id) == ["d"]
+    await rival.request({"type": "resign"})
+    over: dict[str, Any] = await other.recv(lambda f: f.get("type") == "race_over")
+    by_id = {r["player_id"]: r for r in over["results"]}
+    assert (by_id[tab.player_id]["status"], by_id[tab.player_id]["moves"]) == ("resigned", 1)
+    kept = await second.node.backend.load_race(code, 1, second.node.now_ms())
+    assert kept is not None and kept["players"][tab.player_id]["moves"] == ["d"]
+    # A move sent late to the race that is over is not logged either.
+    later = await tab.request({"type": "move", "move": "d", "rev": 0})
+    assert later["type"] == "error", later
+    assert await first.node.backend.read_moves(code, 1, tab.player_id) == []
+    for client in (tab, other, rival):
+        client.ws.transport.abort()
