@@ -14,7 +14,7 @@ import {
   safeMove,
   variantTitle,
 } from "./rules.js";
-import { aRank, errorText, moveWords, rankWord, readMove } from "./words.js";
+import { aRank, counted, errorText, moveWords, plural, rankWord, readMove } from "./words.js";
 
 const STORE_KEY = "solrace.identity";
 const DAILY_VARIANT_KEY = "solrace.daily.variant";
@@ -639,8 +639,7 @@ function firstWin(standing, player) {
   state.endAt = end;
   const who = standing.player_id === state.me?.player_id ? "You" : player?.name || "A player";
   const seconds = Math.max(0, Math.ceil((end - now) / 1000));
-  const unit = seconds === 1 ? "second" : "seconds";
-  $("finish-left-note").textContent = `${who} finished: the race ends in ${seconds} ${unit}.`;
+  $("finish-left-note").textContent = `${who} finished: the race ends in ${counted(seconds, "second")}.`;
   // The banner names who finished; the winner reads it as the others' time left.
   $("finish-left-label").textContent =
     who === "You" ? "You finished first: the others' race ends in" : `${who} finished: the race ends in`;
@@ -1057,7 +1056,7 @@ function formatTime(ms) {
 
 function settingsText(settings) {
   const parts = [
-    `${settings.max_players} player${settings.max_players === 1 ? "" : "s"} max`,
+    `${counted(settings.max_players, "player")} max`,
     `${formatTime(settings.time_limit * 1000)} time limit`,
     `${settings.countdown}s countdown`,
     settings.undo ? "undo on" : "undo off",
@@ -1220,7 +1219,7 @@ function renderRoom() {
   ready.classList.toggle("on", Boolean(me?.ready));
   $("start").hidden = room.host !== state.me.player_id;
   const players = room.members.filter((m) => m.role === "player").length;
-  let hint = `The host starts the race, or it starts when every player is ready (${players} players here).`;
+  let hint = `The host starts the race, or it starts when every player is ready (${counted(players, "player")} here).`;
   if (isSpectator()) hint = lobbyWatchText(room.settings);
   else if (players < 2) hint = "The host starts the race. With two players or more, it also starts when every player is ready.";
   $("room-hint").textContent = hint;
@@ -1312,7 +1311,7 @@ function progressRow(player, standing) {
   banked.textContent = `${player.banked}/52`;
   const moves = document.createElement("span");
   moves.dataset.testid = "moves";
-  moves.textContent = `${player.moves} move${player.moves === 1 ? "" : "s"}`;
+  moves.textContent = counted(player.moves, "move");
   const status = document.createElement("span");
   status.className = `status s-${player.status}`;
   status.dataset.testid = "status";
@@ -1589,7 +1588,7 @@ function lobbyWatchText(settings) {
 function watchingText(settings) {
   switch (spectatorMode(settings)) {
     case "delayed":
-      return `This room shows spectators each board ${settings.spectator_delay} s after it was played, and a player's board only once the others have seen its cards (until then, an earlier one); the progress comes at once.`;
+      return `This room shows spectators each board ${settings.spectator_delay} s after it was played, and a player's board only once the others have seen its cards (until then, an earlier one). The progress above is live; each board's counts are the board's own, as late as it.`;
     case "after":
       return "This room shows spectators the boards once the race is over: until then, the progress only.";
     default:
@@ -1597,8 +1596,14 @@ function watchingText(settings) {
   }
 }
 
+// Each player's board, headed by its counts. A delayed room's board is the one of some
+// seconds ago (or older, docs/protocol.md "boards"), so while the race runs its head gives
+// the board's own counts and status, as of then, never the progress heard since: the
+// counts agree with the cards shown, and the head holds back no less than the board.
 function renderSpectatorBoards(host) {
   const panels = [];
+  const settings = state.room?.settings;
+  const held = Boolean(settings) && spectatorMode(settings) === "delayed" && state.room.state === "racing";
   for (const player of state.players) {
     const view = state.boards[player.player_id];
     if (!view) continue;
@@ -1607,13 +1612,20 @@ function renderSpectatorBoards(host) {
     panel.dataset.testid = "spectator-board";
     panel.dataset.playerId = player.player_id;
     panel.dataset.moves = String(view.moves); // the board's own count: a delayed board's lags
+    panel.dataset.held = String(held);
     const head = document.createElement("div");
     head.className = "sb-head";
     const name = document.createElement("b");
     name.textContent = player.name;
     const stats = document.createElement("span");
     stats.className = "muted";
-    stats.textContent = `${player.banked}/52 banked · ${player.moves} moves · ${statusWord(player.status, roomFinish())}`;
+    stats.dataset.testid = "spectator-board-stats";
+    const shown = held
+      ? { banked: view.banked ?? 0, moves: view.moves ?? 0, status: view.status || "playing" }
+      : { banked: player.banked, moves: player.moves, status: player.status };
+    const parts = [`${shown.banked}/52 banked`, counted(shown.moves, "move"), statusWord(shown.status, roomFinish())];
+    if (held) parts.push(`as of ${settings.spectator_delay} s ago or earlier`);
+    stats.textContent = parts.join(" · ");
     head.append(name, stats);
     const wrap = document.createElement("div");
     wrap.className = "board-host small";
@@ -1673,7 +1685,7 @@ function resultsTable({ results, seed, par }) {
     parLine.className = "par-line";
     parLine.dataset.testid = "par";
     parLine.dataset.par = String(par);
-    parLine.textContent = `Par: ${par} move${par === 1 ? "" : "s"} — the solver's winning line`;
+    parLine.textContent = `Par: ${counted(par, "move")} — the solver's winning line`;
     wrap.append(parLine);
   }
   wrap.append(seedLine);
@@ -1837,7 +1849,7 @@ async function dailyFinished(settings, results) {
 function outcomeText(outcome) {
   const r = outcome.result;
   const head = r
-    ? `${r.status === "won" ? "You won" : `You ${statusWord(r.status)}`}: ${r.banked}/52 banked, ${r.moves} move${r.moves === 1 ? "" : "s"}, ${formatTenths(r.time_ms)}.`
+    ? `${r.status === "won" ? "You won" : `You ${statusWord(r.status)}`}: ${r.banked}/52 banked, ${counted(r.moves, "move")}, ${formatTenths(r.time_ms)}.`
     : "Your attempt is over.";
   if (outcome.ranked === null) {
     return [head, ["Whether it is ranked shows once the day's board has it."]];
@@ -2026,7 +2038,7 @@ function renderDaily() {
   const fresh = board && board.variant === daily.variant;
   $("daily-board-date").textContent = fresh ? `· ${board.date}${board.date === today ? " (today)" : ""}` : "";
   $("daily-count").textContent = fresh
-    ? `${board.count} ranked player${board.count === 1 ? "" : "s"}`
+    ? counted(board.count, "ranked player")
     : "loading…";
   const top = fresh ? board.top : [];
   const topTable = $("daily-top");
@@ -2063,10 +2075,19 @@ function renderDaily() {
   fillSeedLine($("daily-seed-line"), fresh ? board : null);
 
   const streaks = board?.streaks || { played: 0, won: 0, best_played: 0, best_won: 0 };
-  $("streak-played").textContent = String(streaks.played);
-  $("streak-won").textContent = String(streaks.won);
-  $("streak-best-played").textContent = String(streaks.best_played);
-  $("streak-best-won").textContent = String(streaks.best_won);
+  // The count, and its words after it: "1 day played in a row", "2 days won in a row".
+  const streakLabels = {
+    played: "played in a row",
+    won: "won in a row",
+    best_played: "played in a row, at best",
+    best_won: "won in a row, at best",
+  };
+  for (const [key, words] of Object.entries(streakLabels)) {
+    const id = `streak-${key.replace("_", "-")}`;
+    const n = Number(streaks[key]) || 0;
+    $(id).textContent = String(n);
+    $(`${id}-label`).textContent = `${plural(n, "day")} ${words}`;
+  }
 
   const history = (board?.history || []).slice().reverse().slice(0, HISTORY_ROWS);
   const historyRows = history.map((entry) => {

@@ -22,7 +22,7 @@ import {
   sourceCards,
   tableauUnit,
 } from "./rules.js";
-import { aRank, cardTitle, cardWords, rankWord } from "./words.js";
+import { aRank, cardTitle, cardWords, counted, rankWord } from "./words.js";
 
 const DRAG_THRESHOLD = 5;
 const DOUBLE_TAP_MS = 450;
@@ -103,7 +103,7 @@ function pileElement(id, kind, label, name) {
 }
 
 function count(n, word = "card") {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
+  return counted(n, word);
 }
 
 // Draw the board of `view` into a fresh element (no interaction).
@@ -583,7 +583,7 @@ export class BoardView {
     }
     this.select(grabbed);
     const first = grabbed.elements[0]?.dataset.card;
-    const more = grabbed.count > 1 ? ` and ${grabbed.count - 1 === 1 ? "the card" : `the ${grabbed.count - 1} cards`} on it` : "";
+    const more = grabbed.count > 1 ? ` and ${grabbed.count - 1 === 1 ? "the card" : `the ${counted(grabbed.count - 1, "card")}`} on it` : "";
     const where = legalTargets(this.view, grabbed.src, grabbed.count).length
       ? "Move to the pile it goes to and press Enter; Escape puts it back."
       : "It fits nowhere just now: Escape puts it back.";

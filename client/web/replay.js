@@ -6,6 +6,7 @@
 
 import { drawBoard } from "./board.js";
 import { PAR_ID, RaceReplay, parseRecord, variantTitle } from "./replay_engine.js";
+import { counted } from "./words.js";
 
 const STORE_KEY = "solrace.identity"; // the lobby's (app.js): {name, token, account}
 const ROOM_MARK_KEY = "solrace.room"; // the lobby's (app.js): {code, at}, the room it is in
@@ -212,6 +213,7 @@ class ReplayPage {
     const head = el("header", "rp-head");
     const name = el("span", "p-name", { "data-testid": "rp-name" });
     name.textContent = player.name;
+    name.title = player.name; // (a phone may show only some of a long one)
     const stats = el("span", "p-stats");
     const banked = el("span", "rp-banked", { "data-testid": "rp-banked" });
     const moves = el("span", "rp-moves", { "data-testid": "rp-moves" });
@@ -288,7 +290,7 @@ class ReplayPage {
     }
     const par = $("replay-par");
     if (Number.isInteger(record.par)) {
-      par.textContent = `Par: ${record.par} moves, the solver's winning line of this deal.`;
+      par.textContent = `Par: ${counted(record.par, "move")}, the solver's winning line of this deal.`;
       par.dataset.par = String(record.par);
       par.hidden = false;
     }
@@ -409,7 +411,7 @@ class ReplayPage {
       node.dataset.moves = String(view.moves);
       node.dataset.status = status;
       panel.banked.textContent = `${view.banked}/52`;
-      panel.moves.textContent = `${view.moves} ${view.moves === 1 ? "move" : "moves"}`;
+      panel.moves.textContent = counted(view.moves, "move");
       panel.status.textContent = STATUS_TEXT[status] || status;
       panel.status.className = `status s-${status}`;
       panel.fill.style.width = `${(view.banked / 52) * 100}%`;

@@ -7,6 +7,8 @@
 // takes) throws, naming the move. tests/client/test_web_replay.py plays random games of
 // the four in Python and here side by side and compares every card of every pile.
 
+import { counted } from "./words.js";
+
 // -- cards ---------------------------------------------------------------------------------
 
 const SUITS = "CDHS";
@@ -314,7 +316,7 @@ export class Game {
     const pile = this.pile(src, si);
     if (!pile) throw new Error(`no pile ${pileText(src, si)} to take from`);
     if (count < 1 || count > pile.length) {
-      throw new Error(`${pileText(src, si)} holds ${pile.length} card(s), not ${count}`);
+      throw new Error(`${pileText(src, si)} holds ${counted(pile.length, "card")}, not ${count}`);
     }
     let target;
     if (dst === "f") {
@@ -643,9 +645,30 @@ function playedBy(times, t) {
   return lo;
 }
 
+// The race's length as its record has it (ms): when its last player's game ended (each
+// person's result's time_ms: when they won, resigned or stuck, or the race's length for one
+// out of time), or its last move, if later. A ghost's result is its recorded run's end,
+// not this race's (the race ends whenever the people are done): it does not count.
+export function raceLength(record) {
+  let end = 0;
+  for (const result of Array.isArray(record.results) ? record.results : []) {
+    if (!result || result.ghost) continue;
+    const ms = Number(result.time_ms);
+    if (Number.isFinite(ms)) end = Math.max(end, ms);
+  }
+  const played = record.players && typeof record.players === "object" ? record.players : {};
+  for (const entry of Object.values(played)) {
+    const moves = Array.isArray(entry?.moves) ? entry.moves : [];
+    const times = (Array.isArray(entry?.times) ? entry.times : []).slice(0, moves.length);
+    for (const t of times) if (Number.isFinite(Number(t))) end = Math.max(end, Number(t));
+  }
+  return end;
+}
+
 // Every player's board after each of their moves, and their standing at any time of the
 // race: {variant, seed, duration, moveTimes, players: [{id, name, result, times, views,
-// error}], at(t)}. Players come in the results' order.
+// error}], at(t)}. Players come in the results' order. The duration is the race's length
+// (raceLength): the replay ends where the race did.
 export class RaceReplay {
   constructor(record) {
     this.record = record;
@@ -656,18 +679,20 @@ export class RaceReplay {
     const played = { ...(record.players && typeof record.players === "object" ? record.players : {}) };
     const ids = [...results.map((r) => r.player_id).filter((id) => id in played)];
     for (const id of Object.keys(played)) if (!ids.includes(id)) ids.push(id);
+    const length = raceLength(record);
     // The certified winning line of a winnable deal, watched beside the players: four moves
-    // a second (it was found, not played, so it has no times of its own).
+    // a second (it was found, not played, so it has no times of its own), or faster, evenly
+    // over the race, where the race was over sooner: it is played out by the race's end.
     if (Array.isArray(record.par_line) && record.par_line.length && !(PAR_ID in played)) {
       const moves = record.par_line.map(String);
+      const pace = Math.min(PAR_PACE_MS, length / moves.length);
       played[PAR_ID] = {
-        name: `Par: the solver's line (${moves.length} moves)`,
+        name: `Par: the solver's line (${counted(moves.length, "move")})`,
         moves,
-        times: moves.map((_, i) => (i + 1) * PAR_PACE_MS),
+        times: moves.map((_, i) => Math.min(length, Math.round((i + 1) * pace))),
       };
       ids.push(PAR_ID);
     }
-    let duration = 0;
     const moveTimes = new Set();
     this.players = ids.map((id) => {
       const entry = played[id];
@@ -688,11 +713,9 @@ export class RaceReplay {
       }
       const kept = times.slice(0, views.length - 1);
       for (const t of kept) moveTimes.add(t);
-      const end = Math.max(kept.length ? kept[kept.length - 1] : 0, Number(result?.time_ms) || 0);
-      duration = Math.max(duration, end);
       return { id, name: entry.name || result?.name || id, result, times: kept, views, error };
     });
-    this.duration = duration;
+    this.duration = length;
     this.moveTimes = [...moveTimes].sort((a, b) => a - b);
   }
 

@@ -9,6 +9,17 @@ const RANK_WORDS = { A: "Ace", J: "Jack", Q: "Queen", K: "King" };
 const SUIT_WORDS = { C: "clubs", D: "diamonds", H: "hearts", S: "spades" };
 const RANK_TEXT = ["", "A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"];
 
+// The page's one rule for a count's word: plural(1, "day") -> "day", plural(2, "day") ->
+// "days" (and plural(n, "try", "tries") for a word whose plural is not its singular + s).
+export function plural(n, one, many = `${one}s`) {
+  return n === 1 ? one : many;
+}
+
+// counted(1, "move") -> "1 move", counted(3, "move") -> "3 moves".
+export function counted(n, one, many = `${one}s`) {
+  return `${n} ${plural(n, one, many)}`;
+}
+
 // "Q" -> "Queen", "7" -> "7".
 export function rankWord(rankText) {
   return RANK_WORDS[rankText] || rankText;
@@ -91,7 +102,7 @@ export function moveWords(view, text) {
   if (move.kind === "undo") return "the undo";
   const card = movingCard(view, move.src, move.count);
   const what = card ? cardWords(card) : `the cards of ${pileWords(move.src)}`;
-  const more = card && move.count > 1 ? ` and the ${move.count - 1 === 1 ? "card" : `${move.count - 1} cards`} on it` : "";
+  const more = card && move.count > 1 ? ` and the ${move.count - 1 === 1 ? "card" : counted(move.count - 1, "card")} on it` : "";
   const where = move.dst === "f" || move.dst[0] === "f" ? "to a foundation" : `onto ${pileWords(move.dst)}`;
   return `${what}${more} ${where}`;
 }
