@@ -14,6 +14,8 @@ key                                    holds
 ``P:{CODE}:room``                      hash: ``v`` (version), ``data`` (the record)
 ``P:{CODE}:logs``                      set of the room's move-log keys
 ``P:{CODE}:log:RACE:PLAYER``           stream: move number ``rev`` has id ``0-(rev+1)``
+``P:{CODE}:log:RACE:PLAYER:over``      set once the log takes no more moves (a resignation,
+                                       or the race over and its log deleted)
 ``P:{CODE}:results``                   hash: race number -> ranked results
 ``P:{CODE}:boards``                    hash: player id -> [race, spectator view]
 ``P:{CODE}:events``                    sharded pub/sub channel of the room's events
