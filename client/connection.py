@@ -165,6 +165,7 @@ class Client:
         self._reader: asyncio.Task[None] | None = None
         self._closing = False
         self._connected = asyncio.Event()
+        self._resuming = False
         self._failure: BaseException | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._spectating: str | None = None
@@ -250,6 +251,7 @@ class Client:
                     await self._reader
         finally:
             self._connected.clear()
+            self._resuming = False
             self._fail_all(ClientClosed("the client was closed"))
             self._events.put_nowait(None)
             if self.on_close is not None:
@@ -299,6 +301,7 @@ class Client:
                 self._events.put_nowait(None)
                 return
             self._connected.clear()
+            self._resuming = True
             if not await self._resume():
                 return
 
@@ -320,6 +323,7 @@ class Client:
                 self._fail_all(error)
                 break
             self.resumes += 1
+            self._resuming = False
             # The same node under a new boot: the server restarted in between (rooms and
             # races survive that; the caller may want to say so).
             server = welcome.get("server") or {}
@@ -339,6 +343,7 @@ class Client:
                 task.add_done_callback(self._tasks.discard)
             return True
         self._connected.clear()
+        self._resuming = False
         self._fail_all(ClientClosed("could not resume the connection"))
         self._events.put_nowait({"type": "closed", "code": None})
         self._events.put_nowait(None)
@@ -472,6 +477,12 @@ class Client:
     def connected(self) -> bool:
         """Whether the client has a connection to the server now (False while it resumes)."""
         return self._connected.is_set()
+
+    @property
+    def resuming(self) -> bool:
+        """Whether the connection dropped and the client is trying to resume it (False once
+        it is back, given up, closed by the server for good, or closed by :meth:`close`)."""
+        return self._resuming
 
     def _refused_here(self, request: Request) -> dict[str, Any] | None:
         """The error the server would answer a request outside the protocol's limits with

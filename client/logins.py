@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ else:
     import fcntl
 
 __all__ = [
+    "MAX_GUESTS",
     "GuestHold",
     "forget_guest",
     "forget_login",
@@ -46,10 +48,12 @@ def logins_path() -> Path:
 
 def guests_path() -> Path:
     """The file of guest tokens kept by ``solrace play`` and ``daily``: beside the logins,
-    mapping each server URL to ``{name: token}``, so that a guest whose client died comes
+    mapping each server URL to ``{name: {"token": ..., "used": ...}}`` (``used``: when a
+    run last kept it, in seconds since the epoch), so that a guest whose client died comes
     back as the same player (into the race it was in) by running the same command again.
     A guest's token stands for nothing more than that guest. (``watch`` keeps none: a
-    spectator has nothing to come back to.)"""
+    spectator has nothing to come back to.) A file of an older client, ``{name: token}``,
+    is read too, its guests as used longest ago."""
     return logins_path().with_name("guests.json")
 
 
@@ -112,33 +116,54 @@ def forget_login(url: str) -> bool:
 
 
 MAX_GUESTS = 32
-"""Guest names kept a server; the oldest kept goes first."""
+"""Guest names kept a server; beyond them, the one used longest ago goes first."""
+
+
+def _guest(entry: Any) -> tuple[str, float] | None:
+    """A kept guest's token and when it was last used, from its entry in the file (a bare
+    token, as older clients kept it, counts as used longest ago); None for anything else."""
+    if isinstance(entry, str):
+        return entry, 0.0
+    if isinstance(entry, dict) and isinstance(entry.get("token"), str):
+        used = entry.get("used")
+        return entry["token"], float(used) if isinstance(used, (int, float)) else 0.0
+    return None
+
+
+def _kept_guests(everyone: dict[str, Any], url: str) -> dict[str, tuple[str, float]]:
+    """A server's kept guests, ``{name: (token, used)}``."""
+    guests = everyone.get(normal_url(url))
+    if not isinstance(guests, dict):
+        return {}
+    kept = {name: _guest(entry) for name, entry in guests.items() if isinstance(name, str)}
+    return {name: guest for name, guest in kept.items() if guest is not None}
 
 
 def stored_guest(url: str, name: str) -> str | None:
     """The token kept for the guest ``name`` on a server, or None."""
-    guests = _load(guests_path()).get(normal_url(url))
-    token = guests.get(name) if isinstance(guests, dict) else None
-    return token if isinstance(token, str) else None
+    guest = _kept_guests(_load(guests_path()), url).get(name)
+    return None if guest is None else guest[0]
 
 
 def stored_guests(url: str) -> dict[str, str]:
     """Every guest kept for a server, ``{name: token}``."""
-    guests = _load(guests_path()).get(normal_url(url))
-    if not isinstance(guests, dict):
-        return {}
-    return {k: v for k, v in guests.items() if isinstance(k, str) and isinstance(v, str)}
+    return {name: token for name, (token, _) in _kept_guests(_load(guests_path()), url).items()}
 
 
-def store_guest(url: str, name: str, token: str) -> None:
-    """Keep a guest's token for a server (the guest's name as the server gave it)."""
+def store_guest(url: str, name: str, token: str, *, now: float | None = None) -> None:
+    """Keep a guest's token for a server (the guest's name as the server gave it), used
+    ``now`` (the time); beyond :data:`MAX_GUESTS`, the guests used longest ago are
+    dropped."""
     path = guests_path()
     everyone = _load(path)
-    key = normal_url(url)
-    guests = everyone.get(key)
-    guests = {k: v for k, v in guests.items() if k != name} if isinstance(guests, dict) else {}
-    guests[name] = token
-    everyone[key] = dict(list(guests.items())[-MAX_GUESTS:])
+    guests = _kept_guests(everyone, url)
+    guests[name] = (token, time.time() if now is None else now)
+    # Used longest ago first (a stable sort: at the same time, in the file's order).
+    by_use = sorted(guests.items(), key=lambda item: item[1][1])
+    everyone[normal_url(url)] = {
+        kept: {"token": kept_token, "used": used}
+        for kept, (kept_token, used) in by_use[-MAX_GUESTS:]
+    }
     _save(path, everyone)
 
 

@@ -24,6 +24,7 @@ from .connection import (
     ServerError,
 )
 from .logins import GuestHold, store_guest, stored_guest
+from .moves_help import move_examples, moves_text
 from .urls import room_link, unreachable
 
 __all__ = [
@@ -32,8 +33,11 @@ __all__ = [
     "StdConsole",
     "StillRacing",
     "client_identity",
+    "daily_line_help",
     "gone_words",
+    "line_help",
     "play",
+    "refusal",
     "render_progress",
     "render_race",
     "render_results",
@@ -49,14 +53,16 @@ SUITS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
 RED, RESET = "\x1b[31m", "\x1b[0m"
 FACE_DOWN = " ▒▒ "
 """A card a spectator is not shown yet (null in a delayed room's boards), as its back."""
-HELP = (
-    "Type a number from the list, or a move such as t1-t3, t1-t3x2, w-f, d, rd;"
-    " u undoes, 'resign' gives up, 'q' quits."
-)
-DAILY_HELP = (
-    "Type a number from the list, or a move such as t1-t3, t1-t3x2, w-f, d, rd;"
-    " 'resign' gives up, 'q' quits. One ranked attempt a day: no undo, no rematch."
-)
+RESIGN_ASK = "quitting gives up your game, which goes on: resign this race? y/N"
+"""What ``q`` asks while this player's game of a running race goes on."""
+OFFLINE_TAG = f"offline: seat kept up to {SERVER_RESUME_GRACE_S:g} s"
+"""A member whose connection dropped (``connected: false``), as the room's list shows
+it: the server keeps its seat for its resume grace, then counts it out."""
+CONNECTION_LOST = "connection lost: reconnecting… (nothing you type is sent until it is back)"
+NOT_SENT_OFFLINE = "offline: reconnecting to the server; nothing was sent"
+CLOCK_OFFLINE = "time left: reconnecting…"
+"""The clock while the connection is down: no clock of our own, the race's comes back
+with the server's snapshot (it may have moved on: a first win ends a race sooner)."""
 SPECTATORS_HELP = (
     "the host sets who may watch, in the lobby: 'spectators live', 'spectators delayed 30'"
     " (seconds), 'spectators after' or 'spectators off'"
@@ -72,6 +78,30 @@ BRITISH_CANISTER = (
     "British Canister deals are almost never winnable (about 1.3 in a million):"
     " its races are about cards banked."
 )
+
+
+def line_help(variant: str | None, undo: bool = True) -> str:
+    """What ``help`` says in a room of ``variant`` where undo is (or is not) allowed: that
+    game's moves, and no other."""
+    undo_text = "u undoes" if undo else "no undo in this room"
+    return (
+        f"Type a number from the list, or a move: {moves_text(variant)}; {undo_text}, "
+        "'resign' gives up, 'q' quits; 'board' shows your board, 'time' the time left."
+    )
+
+
+def daily_line_help(variant: str) -> str:
+    """What ``help`` says in the daily deal of ``variant``: its game's moves, no undo."""
+    return (
+        f"Type a number from the list, or a move: {moves_text(variant)}; 'resign' gives up, "
+        "'q' quits. One ranked attempt a day: no undo, no rematch."
+    )
+
+
+def clock(seconds: float) -> str:
+    """Seconds left as ``M:SS`` (a part of a second counts as a whole one)."""
+    whole = max(0, int(seconds + 0.999))
+    return f"{whole // 60}:{whole % 60:02d}"
 
 
 class Console(Protocol):
@@ -515,6 +545,56 @@ class _Session:
         self.members_line: str | None = None  # who is in the room, as last shown
         self.closed: tuple[int | None, str] | None = None  # the close code and reason
         self.again = "solrace play"  # the command that comes back to the race
+        self.offline = False  # the connection is down, the library resuming it
+        self.deadline: float | None = None  # the loop's time the race ends, as last told
+        self.confirming = False  # q asked whether to resign: the next line answers
+
+    def variant(self) -> str | None:
+        """The room's game (None before its settings are known)."""
+        variant = self.settings.get("variant")
+        return str(variant) if variant else None
+
+    def undo_allowed(self) -> bool:
+        """Whether this room's games may undo (never the daily deal's)."""
+        return bool(self.settings.get("undo", True)) and not self.settings.get("daily")
+
+    def help_text(self) -> str:
+        """What ``help`` says: this room's game's moves, and undo where it is allowed."""
+        variant = self.variant()
+        if self.settings.get("daily") and variant:
+            return daily_line_help(variant)
+        return line_help(variant, self.undo_allowed())
+
+    def time_left(self) -> str:
+        """The race's time left as the server last told it, or why there is none."""
+        if self.offline and self.racing:
+            return CLOCK_OFFLINE
+        if not self.racing or self.deadline is None:
+            return "no race is running"
+        left = clock(self.deadline - asyncio.get_running_loop().time())
+        return f"time left {left}" + (" (first to finish)" if self.ends_told else "")
+
+    def take_clock(self, room: dict[str, Any]) -> None:
+        """The race's clock from a room snapshot (the server's: after an outage it may have
+        moved on, a first win bringing the end forward)."""
+        if room.get("state") != "racing":
+            return
+        left = room.get("left_ms")
+        if left is None:
+            left = room.get("time_limit", 0) * 1000 - room.get("elapsed_ms", 0)
+        self.deadline = asyncio.get_running_loop().time() + left / 1000
+
+    async def watch_connection(self, every: float = 0.25) -> None:
+        """Say when the connection drops (the library resumes it by itself; ``resumed``
+        says when it is back): moves are not sent meanwhile, and there is no clock."""
+        while not self.gone.is_set():
+            await asyncio.sleep(every)
+            if self.client.resuming and not self.offline and not self.gone.is_set():
+                self.offline = True
+                # A spectator types nothing: the notice alone.
+                self.console.write(
+                    CONNECTION_LOST.split(" (")[0] if self.watching else CONNECTION_LOST
+                )
 
     def gone_line(self) -> str:
         """Why the command ends, once its connection is closed for good (a ``closed``
@@ -573,9 +653,13 @@ class _Session:
 
     def game_goes_on(self) -> bool:
         """Whether this player's game of the running race is not over yet (a stuck game
-        where undo is allowed goes on)."""
+        where undo is allowed goes on). A resignation is the race's to say (its standing),
+        not the board's, which still reads "playing"."""
         view = self.client.view
-        if not self.racing or view is None:
+        if not self.racing or view is None or self.done:
+            return False
+        mine = self.standings.get(self.client.player_id or "", {}).get("status")
+        if mine in ("resigned", "out_of_time"):
             return False
         return view["status"] == "playing" or (
             view["status"] == "stuck" and bool(view.get("can_undo"))
@@ -597,8 +681,10 @@ class _Session:
         if room.get("state") != "racing":
             self.console.write("you are back in the room; its race is over: 'rematch' or 'q'")
             return
-        self.racing = True
+        self.racing, self.done, self.ends_told = True, False, False
+        self.catch_up(room)  # its clock, and whether a first win brought its end forward
         self.console.write(f"back in race {room.get('race')}: your game goes on where it was")
+        self.console.write(self.time_left())
         self.show_standings()
         if self.client.view is not None:
             self.show_board()
@@ -617,7 +703,13 @@ class _Session:
             }
             for p in event["players"]
         }
-        self.console.write(f"race {event['race']} started: {event['variant']}")
+        limit = event.get("time_limit", self.settings.get("time_limit"))
+        if limit is not None:
+            self.deadline = asyncio.get_running_loop().time() + limit
+        self.console.write(
+            f"race {event['race']} started: {event['variant']}"
+            + (f"; time left {clock(limit)}" if limit is not None else "")
+        )
         if "boards" in event:
             self.show_boards(event["boards"])
         elif "view" in event:
@@ -670,6 +762,9 @@ class _Session:
         if self.ends_told or self.settings.get("finish") != "first" or len(self.standings) < 2:
             return
         self.ends_told = True
+        grace = int(self.settings.get("finish_grace") or 0)
+        end = asyncio.get_running_loop().time() + grace
+        self.deadline = end if self.deadline is None else min(self.deadline, end)
         name = (
             "you"
             if standing["player_id"] == self.client.player_id
@@ -696,6 +791,7 @@ class _Session:
             who = ", ".join(
                 f"{m['name']}{' (host)' if m['player_id'] == event['host'] else ''}"
                 f"{' ready' if m['ready'] else ''}{' spectating' if m['role'] == 'spectator' else ''}"
+                f"{'' if m.get('connected', True) else f' ({OFFLINE_TAG})'}"
                 for m in event["members"]
             )
             # A resume (a server restart, say) brings the same list again: shown once.
@@ -712,6 +808,7 @@ class _Session:
             self.show_boards(event["boards"], f" ({event['delay']} s ago)")
         elif kind == "race_over":
             self.racing = False
+            self.deadline = None
             final = {r["player_id"]: r["status"] for r in event["results"]}
             for player_id, status in final.items():
                 if player_id in self.standings:
@@ -729,11 +826,35 @@ class _Session:
                     self.console.write("type 'rematch' for a new deal, or 'q' to quit")
             self.finished.set()
         elif kind == "resumed":
+            self.offline = False
+            room = self.client.room or {}
+            ended = self.racing and room.get("state") == "finished"
+            started = not self.racing and room.get("state") == "racing"
+            self.catch_up(room)
+            goes_on = ""
+            if self.racing and not ended:
+                goes_on = f", the race goes on; {self.time_left()}"
             if event.get("restarted"):
-                goes_on = ", the race goes on" if self.racing else ""
                 self.console.write(f"the server restarted; connection restored{goes_on}")
             else:
-                self.console.write("connection restored")
+                self.console.write(f"connection restored{goes_on}")
+            if started:  # the race started while the connection was down
+                self.take_snapshot(room)
+            if ended and room.get("results") is not None:
+                # The race ended while the connection was down: its race_over never came.
+                self.on_event(
+                    {
+                        "type": "race_over",
+                        "room": room["code"],
+                        "race": room.get("race"),
+                        "variant": self.settings.get("variant"),
+                        "seed": room.get("seed"),
+                        "par": room.get("par"),
+                        "results": room["results"],
+                        "daily": self.settings.get("daily"),
+                        "attempt": self.settings.get("attempt"),
+                    }
+                )
         elif kind == "closed":
             self.console.write("connection closed")
             self.closed = (event.get("code"), event.get("reason") or "")
@@ -741,23 +862,59 @@ class _Session:
             self.gone.set()
             self.finished.set()
 
+    def catch_up(self, room: dict[str, Any]) -> None:
+        """After an outage, the race as the server's snapshot has it: its clock, and the
+        standings (a progress event sent meanwhile never came)."""
+        if room.get("state") != "racing" or not self.racing:
+            return
+        self.take_clock(room)
+        for player in room.get("players", []):
+            self.standings[player["player_id"]] = {
+                k: v for k, v in player.items() if k not in ("view", "name")
+            }
+        won = any(p.get("status") == "won" for p in self.standings.values())
+        if won and self.settings.get("finish") == "first" and len(self.standings) > 1:
+            self.ends_told = True  # a first win while away brought the end forward
+
     async def pump(self) -> None:
         async for event in self.client.events():
             self.on_event(event)
 
     async def command(self, line: str) -> bool:
-        """Carry out one typed line; False when the user quits."""
+        """Carry out one typed line; False when the user quits. Quitting while this
+        player's game of a running race goes on resigns it: ``q`` asks first
+        (:data:`RESIGN_ASK`), and only ``y`` quits."""
         text = line.strip()
+        if self.confirming:
+            self.confirming = False
+            answer = text.lower()
+            if answer in ("y", "yes"):
+                return False
+            if answer in ("", "n", "no"):
+                if self.game_goes_on():
+                    self.console.write("not resigned: your game goes on")
+                return True
+            # Any other line is no yes: it is carried out as typed.
         if not text:
             return True
         if text in ("q", "quit", "exit"):
-            return False
+            if not self.game_goes_on():
+                return False
+            self.confirming = True
+            self.console.write(RESIGN_ASK)
+            return True
         words = text.split()
         try:
             if text == "help":
-                self.console.write(HELP)
+                self.console.write(self.help_text())
             elif text in ("?", "moves"):
                 self.show_moves()
+            elif text in ("time", "clock"):
+                self.console.write(self.time_left())
+            elif text in ("board", "b"):
+                self.show_board()
+            elif self.offline:
+                self.console.write(NOT_SENT_OFFLINE)
             elif text == "ready":
                 await self.client.ready()
             elif text == "start":
@@ -778,8 +935,6 @@ class _Session:
                     await self.client.set_settings(finish=words[1], finish_grace=grace)
             elif text == "resign":
                 await self.client.resign()
-            elif text in ("board", "b"):
-                self.show_board()
             else:
                 legal = (self.client.view or {}).get("legal", [])
                 move = (
@@ -789,7 +944,11 @@ class _Session:
                 self.console.write(f"played {ack['move']}")
                 self.show_board()
         except ServerError as error:
-            self.console.write(refusal(error))
+            self.console.write(refusal(error, self.variant(), undo=self.undo_allowed()))
+        except TimeoutError:
+            # The connection went down while the request waited: it may or may not have
+            # been carried out; the board comes back with the connection.
+            self.console.write("no answer from the server (the connection is down): try again")
         return True
 
 
@@ -805,8 +964,25 @@ async def _read_or_lost(session: _Session) -> str | None:
     return None
 
 
+async def _quit_game(session: _Session) -> None:
+    """Quitting a game that goes on resigns it, so that the race need not wait; offline,
+    the server counts it out once the seat's grace is over."""
+    if not session.game_goes_on():
+        return
+    if session.offline:
+        session.console.write(
+            "offline: your game could not be resigned; the server gives it up when your seat "
+            f"is no longer kept ({SERVER_RESUME_GRACE_S:g} s)"
+        )
+        return
+    with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+        await session.client.resign()
+        session.console.write("You resigned.")
+
+
 async def _run(session: _Session, *, interactive: bool) -> int:
     pump = asyncio.ensure_future(session.pump())
+    watcher = asyncio.ensure_future(session.watch_connection())
     try:
         while True:
             if interactive:
@@ -815,12 +991,9 @@ async def _run(session: _Session, *, interactive: bool) -> int:
                     session.console.write(session.gone_line())
                     return 1
                 if line is None or not await session.command(line):
-                    if session.game_goes_on():
-                        # Quitting a game that goes on resigns it: the race need not wait.
-                        with contextlib.suppress(ServerError):
-                            await session.client.resign()
-                            session.console.write("You resigned.")
-                    await leave_quietly(session.client)
+                    await _quit_game(session)
+                    if not session.offline:  # offline, the server counts the seat out
+                        await leave_quietly(session.client)
                     break
             else:
                 await session.finished.wait()
@@ -832,9 +1005,10 @@ async def _run(session: _Session, *, interactive: bool) -> int:
         session.console.write(session.gone_line() if session.lost else f"disconnected: {error}")
         return 1
     finally:
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pump
+        for task in (watcher, pump):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await session.client.close()
     return 0
 
@@ -937,12 +1111,22 @@ HINTS = {
 """What to do next after a refusal, by its code, where the server's sentence does not say."""
 
 
-def refusal(error: ServerError) -> str:
+SERVER_EXAMPLES = ": write e.g. "
+"""Where the server's sentence for text that is no move (``bad_move``) starts its examples,
+which are every game's: the client gives the game's own instead."""
+
+
+def refusal(error: ServerError, variant: str | None = None, *, undo: bool = False) -> str:
     """A refusal in words: the server's sentence, what to do next, and its code last (to
-    look it up in docs/protocol.md), never a bare code first."""
+    look it up in docs/protocol.md), never a bare code first. Text that is no move
+    (``bad_move``) in a game of ``variant`` is answered with that game's moves (``u``
+    where the room allows ``undo``), not with moves of other games."""
     sentence = (error.message or "the server refused that").strip().rstrip(".")
-    parts = [sentence[:1].upper() + sentence[1:]]
     hint = HINTS.get(error.code)
+    if error.code == "bad_move" and variant is not None:
+        sentence = sentence.split(SERVER_EXAMPLES, 1)[0]
+        hint = f"write e.g. {move_examples(variant, undo=undo)}"
+    parts = [sentence[:1].upper() + sentence[1:]]
     if error.retry_after:
         hint = f"try again in {max(1, round(error.retry_after))} s"
     if hint:
@@ -1033,14 +1217,16 @@ async def daily(
     attempt = settings["attempt"]
     ranked = " (not ranked: only your first attempt of the day can be)" if attempt > 1 else ""
     console.write(f"daily {variant} {settings['daily']}, attempt {attempt}{ranked}")
-    console.write(f"{duration(settings['time_limit'])}. {DAILY_HELP}")
+    console.write(f"{duration(settings['time_limit'])}. {daily_line_help(variant)}")
     _british_canister(console, variant)
     session = _Session(client, console, color)
     session.again = f"solrace daily {variant}"
     session.settings = settings
     session.racing = room.get("state") == "racing"
+    session.take_clock(room)
     session.show_board()
     pump = asyncio.ensure_future(session.pump())
+    watcher = asyncio.ensure_future(session.watch_connection())
     reader: asyncio.Task[str | None] | None = None
     try:
         while not session.finished.is_set():
@@ -1053,6 +1239,9 @@ async def daily(
             line = reader.result()
             reader = None
             if line is None or not await session.command(line):
+                if session.offline:  # no resign to send, no board to fetch
+                    await _quit_game(session)
+                    return 0
                 if client.view and client.view["status"] == "playing":
                     await client.resign()
                     await session.finished.wait()
@@ -1068,9 +1257,10 @@ async def daily(
     finally:
         if reader is not None:
             reader.cancel()
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pump
+        for task in (watcher, pump):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await client.close()
     return 0
 

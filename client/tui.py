@@ -28,17 +28,24 @@ from textual.widgets import Footer, Input, RichLog, Static
 from websockets.exceptions import WebSocketException
 
 from .connection import RESUME_TIMEOUT_S, Client, ClientClosed, ServerError
+from .moves_help import brief_examples, moves_text
 from .terminal import (
     BRITISH_CANISTER,
+    CLOCK_OFFLINE,
+    CONNECTION_LOST,
     FINISH_HELP,
     MAY_LEAVE,
+    NOT_SENT_OFFLINE,
+    OFFLINE_TAG,
     SPECTATORS_HELP,
     STUCK_OVER,
     _standing_order,
     client_identity,
+    clock,
     daily_board,
     duration,
     enter_room,
+    gone_words,
     leave_quietly,
     new_account_note,
     ordinal,
@@ -48,6 +55,7 @@ from .terminal import (
     render_race,
     render_results,
     render_spectators,
+    shared_guest_note,
     status_word,
 )
 from .urls import room_link, why_unreachable
@@ -70,17 +78,13 @@ MAX_LINE = 64
 """The longest line sent: a move or a command is far shorter (the server reads no string
 over 256 characters, and cannot say which request such a frame was)."""
 STUCK_UNDO = "No move left: undo or resign (u undoes the last move, 'resign' gives up)"
-MOVES_NOTATION = (
-    "t1-t3 (the top card of pile 1 onto pile 3), t1-t3x2 (two cards), t2-f (to a "
-    "foundation), r-t1 (from the reserve), w-f (from the waste), f2-t4 (back from a "
-    "foundation), d (draw), rd (redeal)"
-)
 DAILY_HELP = (
     "The daily deal: the same deal for everyone today, and one ranked attempt (your first "
     "of the day); no undo, and no rematch: the leaderboard follows the results. Type a "
-    f"move and Enter: {MOVES_NOTATION}; or the number of a legal move (? lists them). "
+    "move and Enter: {moves}; or the number of a legal move (? lists them). "
     "'resign' gives up; q quits (and resigns the attempt)."
 )
+"""How the daily deal goes, ``{moves}`` standing for its game's (:func:`daily_help`)."""
 WATCH_HELP = (
     "Watching: the standings, and the boards as the room's spectator setting shows them. "
     "This stays for the room's next race (a rematch); q quits."
@@ -103,33 +107,16 @@ RANKS = {
 }
 
 
-GAME_MOVES = {
-    "canfield": MOVES_NOTATION,
-    "rainbow-canfield": (
-        "t1-t3xN (the whole of pile 1, its N cards, onto pile 3: t1-t3 for a pile of one "
-        "card), t2-f (to a foundation), r-t1 (from the reserve), w-f (from the waste), "
-        "d (draw; no redeal)"
-    ),
-    "american-canister": (
-        "t1-t3 (the top card of pile 1 onto pile 3), t1-t3x2 (two cards), t2-f (to a foundation)"
-    ),
-    "british-canister": "t1-t3 (the top card of pile 1 onto pile 3), t2-f (to a foundation)",
-}
-"""The moves of each game, as they are typed: every kind of move the game makes, and no
-other (tests/client/test_tui.py checks them against the engine's legal moves)."""
-
-
 def daily_help(variant: str) -> str:
     """How the daily deal of ``variant`` goes, with that game's moves."""
-    return DAILY_HELP.replace(MOVES_NOTATION, GAME_MOVES.get(variant, MOVES_NOTATION))
+    return DAILY_HELP.format(moves=moves_text(variant))
 
 
 def play_help(undo: bool, variant: str = "canfield") -> str:
     """How to play ``variant``, in a room where undo is (or is not) allowed."""
     undo_text = "u (undo)" if undo else "no undo in this room"
-    moves = GAME_MOVES.get(variant, MOVES_NOTATION)
     return (
-        f"Type a move and Enter: {moves}, {undo_text}; or the number of a legal "
+        f"Type a move and Enter: {moves_text(variant)}, {undo_text}; or the number of a legal "
         "move (? lists them, F2 too). 'ready' when you are, 'start' (the host), 'rematch' "
         "after a race, 'resign' gives up, 'link' shows the room's link, q quits."
     )
@@ -317,9 +304,10 @@ def _show(widget: Static, text: Text) -> None:
         widget.update(text)
 
 
-def _clock(seconds: float) -> str:
-    whole = max(0, int(seconds + 0.999))
-    return f"{whole // 60}:{whole % 60:02d}"
+def _sentence(words: str) -> str:
+    """Words the line client says, as the app writes them: a capital first, a full stop."""
+    words = words.strip()
+    return words[:1].upper() + words[1:] + ("" if words.endswith((".", "…")) else ".")
 
 
 class BoardsPane(VerticalScroll):
@@ -424,7 +412,8 @@ class RaceApp(App[int]):
         self._commands: asyncio.Queue[str] = asyncio.Queue()
         self._leaving = False
         self._over = asyncio.Event()
-        self._closed_code: int | None = None
+        self._close_said: tuple[int | None, str] = (None, "")
+        """The close code and reason of a connection closed for good (None: given up)."""
         self.ranked: bool | None = None
         """Whether the daily attempt is ranked, once the day's board says."""
         self._ui_ready = False
@@ -453,11 +442,7 @@ class RaceApp(App[int]):
     def _placeholder(self) -> str:
         if self.mode == "watch":
             return "q quits; help explains"
-        examples = {
-            "british-canister": "t1-t3, t2-f",
-            "american-canister": "t1-t3, t1-t3x2, t2-f",
-            "rainbow-canfield": "t1-t3x2, w-f, d",
-        }.get(self.settings.get("variant", self.variant), "t1-t3, w-f, d")
+        examples = brief_examples(self.settings.get("variant", self.variant))
         return f"type a move ({examples}) or its number, ? for the legal moves, help, q"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -520,6 +505,9 @@ class RaceApp(App[int]):
         except (ServerError, OSError, WebSocketException, TimeoutError, ClientClosed) as error:
             await self._finish(1, *self._could_not(error))
             return
+        note = shared_guest_note(self.client)
+        if note:
+            self.say(_sentence(note), "bold")
         self._take_room(room)
         if back and self.state in ("racing", "finished"):
             self._come_back(room)
@@ -555,12 +543,19 @@ class RaceApp(App[int]):
         return lines
 
     def _lost_line(self) -> str:
-        if self._closed_code is None:
-            return (
-                f"Lost the server at {self.url}: it did not come back within "
-                f"{self.client.resume_timeout:g} s."
-            )
-        return f"The server at {self.url} closed the connection (code {self._closed_code})."
+        """Why the app ends once its connection is closed for good, as the line client
+        says it (:func:`gone_words`): taken over by another window, or a server that did
+        not come back (the seat it keeps, and the command that returns to it)."""
+        code, reason = self._close_said
+        again = f"solrace daily {self.variant}" if self.mode == "daily" else "solrace play"
+        words = gone_words(
+            code,
+            reason,
+            waited=self.client.resume_timeout,
+            seat=self.game_goes_on(),
+            again=again,
+        )
+        return _sentence(words)
 
     def _introduce(self, room: dict[str, Any]) -> None:
         variant = room["settings"]["variant"]
@@ -737,7 +732,7 @@ class RaceApp(App[int]):
             else:
                 self.say("Connection restored.")
         elif kind == "closed":
-            self._closed_code = event.get("code")
+            self._close_said = (event.get("code"), event.get("reason") or "")
         self._draw()
 
     def _end_soon(self, code: int, line: str) -> None:
@@ -992,7 +987,7 @@ class RaceApp(App[int]):
                 elif m.get("ready"):
                     tags.append("ready")
                 if not m.get("connected", True):
-                    tags.append("away")
+                    tags.append(OFFLINE_TAG)
                 if m["player_id"] == self.client.player_id:
                     tags.append("you")
                 text.append(f"  {m['name']}" + (f" ({', '.join(tags)})" if tags else "") + "\n")
@@ -1029,7 +1024,7 @@ class RaceApp(App[int]):
     def _status_text(self) -> Text:
         view = self.client.view
         if self.offline:
-            return Text("Connection lost: reconnecting… (moves wait until it is back)")
+            return Text(_sentence(CONNECTION_LOST))
         if self.mode == "watch" or view is None or self.state not in ("racing", "finished"):
             return Text("")
         status = self._status()
@@ -1059,28 +1054,27 @@ class RaceApp(App[int]):
         """The clock, and whether the connection is up."""
         if not self._ui_ready:
             return
-        connected = self.client.connected
-        lost = not connected and self.client.player_id is not None and not self._leaving
+        lost = self.client.resuming and not self._leaving
         if lost and not self.offline:
             self.offline = True
-            self.say("Connection lost: reconnecting…", "bold")
+            self.say(_sentence(CONNECTION_LOST), "bold")
             _show(self.query_one("#status", Static), self._status_text())
         loop = asyncio.get_running_loop()
         if self.offline and self.state in ("countdown", "racing"):
             # No clock of our own while the server is away: the race's comes back with it
             # (its snapshot), which may have moved on (a first win ends a race sooner).
-            clock = "Time left: reconnecting…"
+            shown = _sentence(CLOCK_OFFLINE)
         elif self.state == "racing" and self.deadline is not None:
-            clock = f"Time left {_clock(self.deadline - loop.time())}"
+            shown = f"Time left {clock(self.deadline - loop.time())}"
             if self.ends_told:
-                clock += " (first to finish)"
+                shown += " (first to finish)"
         elif self.state == "countdown" and self.starts_at is not None:
-            clock = f"Starts in {_clock(self.starts_at - loop.time())}"
+            shown = f"Starts in {clock(self.starts_at - loop.time())}"
         elif self.state == "finished":
-            clock = "Race over"
+            shown = "Race over"
         else:
-            clock = "In the lobby"
-        _show(self.query_one("#clock", Static), Text(clock))
+            shown = "In the lobby"
+        _show(self.query_one("#clock", Static), Text(shown))
 
     # -- input ---------------------------------------------------------------------------
 
@@ -1176,7 +1170,7 @@ class RaceApp(App[int]):
             self.say("The daily deal has no rematch: one ranked attempt a day.")
             return True
         if self.offline:
-            self.say("Offline: reconnecting to the server; nothing was sent.")
+            self.say(_sentence(NOT_SENT_OFFLINE))
             return True
         if len(text) > MAX_LINE:
             self.say(f"That is not a move nor a command: at most {MAX_LINE} characters.")
@@ -1184,7 +1178,8 @@ class RaceApp(App[int]):
         try:
             await self._send(text, words)
         except ServerError as error:
-            self.say(refusal(error), "red")
+            variant = self.settings.get("variant", self.variant)
+            self.say(refusal(error, variant, undo=self._undo()), "red")
         self._draw()
         return True
 

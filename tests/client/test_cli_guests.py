@@ -26,7 +26,13 @@ from solrace.cli import build_parser, main
 from solrace.client import Client
 from solrace.client.cli import build_app
 from solrace.client.connection import RESUME_TIMEOUT_S, SERVER_RESUME_GRACE_S
-from solrace.client.logins import GuestHold, store_guest, stored_guest
+from solrace.client.logins import (
+    MAX_GUESTS,
+    GuestHold,
+    store_guest,
+    stored_guest,
+    stored_guests,
+)
 from solrace.client.terminal import daily, play, watch
 from solrace.server import ServerConfig
 
@@ -238,6 +244,8 @@ async def test_joining_another_room_while_racing_is_refused_not_a_silent_leave(
     task = asyncio.ensure_future(play(server.url, back, name="Quinn", keep_guest=True))
     await back.shows(r"^back in race 1: your game goes on where it was")
     back.type("q")
+    await back.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    back.type("y")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
 
 
@@ -259,6 +267,38 @@ def test_the_full_screen_watch_keeps_no_guest_and_play_holds_its_own(home: Path)
     assert third.client.token == "quinn-token"
     asyncio.run(third.client.close())
     asyncio.run(second.client.close())
+
+
+def test_the_guests_kept_beyond_the_most_drop_the_one_used_longest_ago(home: Path) -> None:
+    """guests.json is written with its keys sorted: which guest goes must not follow the
+    names' order but their use (each kept with when it was last used)."""
+    url = "ws://127.0.0.1:9/"
+    names = [f"guest{i:02d}" for i in range(MAX_GUESTS)]
+    for used, name in enumerate(names):  # in the names' order: guest00 used longest ago
+        store_guest(url, name, f"token-{name}", now=1000.0 + used)
+    store_guest(url, "guest00", "token-guest00", now=2000.0)  # used again: the newest now
+    store_guest(url, "aaron", "token-aaron", now=2001.0)  # one too many: one goes
+    kept = stored_guests(url)
+    assert len(kept) == MAX_GUESTS
+    assert "guest01" not in kept  # the one used longest ago
+    assert kept["guest00"] == "token-guest00" and kept["aaron"] == "token-aaron"
+    # As a run keeps it (the time now): the one used longest ago goes again.
+    store_guest(url, "zoe", "token-zoe")
+    assert "guest02" not in stored_guests(url) and "aaron" in stored_guests(url)
+
+    # A file of an older client ({name: token}) is read, its guests as used longest ago.
+    path = home / "solrace" / "guests.json"
+    everyone = json.loads(path.read_text())
+    old = "ws://old.example:8765/"
+    everyone[old] = {name: f"old-{name}" for name in names}
+    path.write_text(json.dumps(everyone))
+    assert stored_guest(old, "guest05") == "old-guest05"
+    store_guest(old, "guest31", "new-guest31")  # used now: it stays, a never-timed one goes
+    store_guest(old, "aaron", "new-aaron")
+    kept = stored_guests(old)
+    assert len(kept) == MAX_GUESTS
+    assert kept["guest31"] == "new-guest31" and kept["aaron"] == "new-aaron"
+    assert "guest00" not in kept  # the first in the old file's order
 
 
 def test_the_clients_wait_for_the_server_as_long_as_it_keeps_a_seat() -> None:
@@ -306,6 +346,8 @@ async def test_a_player_given_up_on_the_server_is_told_its_seat_is_kept(
         task = asyncio.ensure_future(play(url, again, name="Quinn", keep_guest=True))
         await again.shows(r"^back in race 1: your game goes on where it was")
         again.type("q")
+        await again.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+        again.type("y")
         assert await asyncio.wait_for(task, TIMEOUT) == 0
     finally:
         await host.close()

@@ -59,7 +59,9 @@ async def test_daily_in_the_terminal_ends_on_the_leaderboard(server: RunningServ
     await console.shows(r"moves: 1\) ")
     console.type("d")
     await console.shows(r"^played d")
-    console.type("q")  # quitting an attempt resigns it
+    console.type("q")
+    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    console.type("y")  # quitting resigns the attempt
     await console.shows(
         r"results of race 1 \(rainbow-canfield, daily [\d-]+, attempt 1; seed shown after"
     )
@@ -85,6 +87,8 @@ async def test_a_new_account_is_told_before_its_attempt_that_it_will_not_rank(
     attempt = await console.shows(r"^daily rainbow-canfield")
     assert console.screen.index(told.string) < console.screen.index(attempt.string)
     console.type("q")
+    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    console.type("y")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
     # One that ranks today hears nothing of it (the test above, with accounts at once).
 

@@ -148,4 +148,6 @@ async def test_the_daily_help_says_what_the_daily_allows(
     line = (await console.shows(r"minutes\. (.*)$"))[1]
     assert "no undo" in line and "u undoes" not in line and "no rematch" in line
     console.type("q")
+    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    console.type("y")
     await asyncio.wait_for(task, TIMEOUT)

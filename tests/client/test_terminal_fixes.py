@@ -16,6 +16,7 @@ from test_terminal import ScriptedConsole
 from withheld_support import withheld_board
 
 from solrace.client import Client
+from solrace.client.logins import store_guest, stored_guest
 from solrace.client.terminal import FACE_DOWN, daily, play, render_view
 from solrace.client.tui import board_text
 from solrace.server import Node, ServerConfig, SolraceServer, make_backend
@@ -59,6 +60,8 @@ async def test_a_question_mark_lists_the_legal_moves(
     await console.shows(rf"^moves: 1\) {first}", since=shown)
     assert not any("bad_move" in line for line in console.screen)
     console.type("q")
+    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    console.type("y")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
 
 
@@ -78,7 +81,9 @@ async def test_a_new_account_s_daily_attempt_is_not_called_ranked(
     await console.shows(r"^moves: 1\) ")
     console.type("d")
     await console.shows(r"^played d")
-    console.type("q")  # quitting resigns the attempt
+    console.type("q")
+    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    console.type("y")  # quitting resigns the attempt
     await console.shows(r"results of race 1 \(rainbow-canfield, daily [\d-]+, attempt 1; seed")
     await console.shows(r"^your attempt 1 is kept, not ranked: a new account ranks from its second")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
@@ -140,6 +145,8 @@ async def test_the_room_s_members_are_shown_once_per_change_across_a_restart(
         await guest.leave()
         await console.shows(r"^in the room: stays \(host\)$", since=before)
     console.type("q")
+    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    console.type("y")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
 
 
@@ -216,6 +223,8 @@ async def test_a_guest_whose_terminal_died_comes_back_into_its_race(
             if any(p["moves"] == 2 for p in event["players"]):
                 break
     again.type("q")
+    await again.shows(r"resign this race\? y/N$")  # the game goes on: q asks
+    again.type("y")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
     # Quitting (not dying) resigns the game that goes on and leaves the room for good.
     async with asyncio.timeout(TIMEOUT):
@@ -225,10 +234,12 @@ async def test_a_guest_whose_terminal_died_comes_back_into_its_race(
                 break
 
     # A server that no longer knows the kept token: a new guest of the same name, at once.
-    guests = tmp_path / "solrace" / "guests.json"
-    guests.write_text(guests.read_text().replace('"Quinn": "', '"Quinn": "x'))
+    kept = stored_guest(server.url, "Quinn")
+    assert kept is not None
+    store_guest(server.url, "Quinn", "x" + kept)
     other = ScriptedConsole()
     task = asyncio.ensure_future(play(server.url, other, name="Quinn", keep_guest=True))
     await other.shows(r"^room \w+ \(canfield\); you are Quinn")
     other.type("q")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
+    assert stored_guest(server.url, "Quinn") not in (None, kept, "x" + kept)  # the new one

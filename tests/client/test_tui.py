@@ -25,9 +25,9 @@ from textual.widgets import Input, RichLog, Static
 from solrace.cli import build_parser, main
 from solrace.client import Client
 from solrace.client.cli import build_app, full_screen
+from solrace.client.moves_help import GAME_MOVES, moves_text
 from solrace.client.tui import (
     DAILY_HELP,
-    GAME_MOVES,
     STUCK_UNDO,
     BoardsPane,
     RaceApp,
@@ -484,13 +484,15 @@ async def test_a_guest_is_told_the_daily_is_an_account_s(server: RunningServer) 
 async def test_a_lost_server_ends_with_one_line_and_the_app_exits(
     server: RunningServer,
 ) -> None:
-    url = server.url
-    app = RaceApp(url, name="lost", resume_timeout=0.5, request_timeout=TIMEOUT)
+    app = RaceApp(server.url, name="lost", resume_timeout=0.5, request_timeout=TIMEOUT)
     async with app.run_test(size=SIZE) as pilot:
         await shows(pilot, "#title", r"room \w{8}")
         await server.server.close()
         assert await exits(pilot) == 1
-    assert app.farewell == [f"Lost the server at {url}: it did not come back within 0.5 s."]
+    # As the line client says it (terminal.gone_words): in the lobby, no seat to keep.
+    assert app.farewell == [
+        "The server is gone: it did not come back within 0.5 s (the command ends)."
+    ]
 
 
 async def test_a_server_that_is_not_there_ends_with_one_line(
@@ -669,8 +671,8 @@ def test_each_game_s_help_gives_the_moves_its_game_takes() -> None:
     makes (each pile a card leaves, and runs or whole piles where they move) is shown."""
     for variant in VARIANTS:
         helped = set()
-        for example in re.findall(r"([\w-]+) \(", GAME_MOVES[variant]):
-            move = parse_move(example.replace("xN", "x2"))
+        for example in GAME_MOVES[variant]:
+            move = parse_move(example.notation.replace("xN", "x2"))
             if move.kind is MoveKind.MOVE:
                 assert move.src is not None
                 helped.add((move.src.value, move.count > 1))
@@ -691,8 +693,8 @@ def test_each_game_s_help_gives_the_moves_its_game_takes() -> None:
                         made.add(move.kind.value)
                 game.apply(legal[(seed + step) % len(legal)])
         assert helped == made, (variant, helped, made)
-        assert GAME_MOVES[variant] in play_help(True, variant)
-        assert GAME_MOVES[variant] in daily_help(variant)
+        assert moves_text(variant) in play_help(True, variant)
+        assert moves_text(variant) in daily_help(variant)
 
 
 async def test_a_player_back_in_a_race_sees_the_race(
