@@ -586,26 +586,27 @@ class RoomCommands:
             room = await node.backend.load_room(code)
             if room is None or room.state is not RoomState.RACING:
                 return
-        outcome = await self._reconcile(room, Outcome(room))
+        outcome = await self._reconcile(room, Outcome(room), boards=False)
         if outcome.events:
             await node.fanout.publish(code, outcome)
 
-    async def _reconcile(self, room: Room, outcome: Outcome) -> Outcome:
+    async def _reconcile(self, room: Room, outcome: Outcome, *, boards: bool = True) -> Outcome:
         """Standings and boards the room lacks (moves logged, not reported or not kept
         before the stop: a board still being played is kept only when the node lets go of
-        its game)."""
+        its game). Without ``boards``, standings only: a log is replayed only for a player
+        whose standing is behind it."""
         node = self.node
         backend = node.backend
         assert room.seed is not None
         updates: list[Standing] = []
-        stored = await backend.load_boards(room.code, room.race)
+        stored = await backend.load_boards(room.code, room.race) if boards else {}
         for player_id, standing in room.players.items():
             if standing.over(room.settings.undo) or standing.ghost is not None:
                 continue
             length = await backend.log_length(room.code, room.race, player_id)
             board = stored.get(player_id)
             reported = length == standing.moves
-            if reported and board is not None and board.get("moves") == length:
+            if reported and (not boards or (board is not None and board.get("moves") == length)):
                 continue
             timed = await backend.read_timed_moves(room.code, room.race, player_id)
             game, reached = replayed(room, timed)
