@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PLAIN_DEALS, TIMEOUT, ClientFactory, RunningServer
+from terminal_support import as_kept_quinn, dies_after_a_move, guest_racing, quit_resigning
 from test_terminal import ScriptedConsole
 from test_terminal_fixes import Restartable
 
@@ -189,7 +190,7 @@ async def test_a_run_taken_over_says_so_rather_than_that_the_server_is_gone(
     server: RunningServer, home: Path
 ) -> None:
     console = ScriptedConsole()
-    task = asyncio.ensure_future(play(server.url, console, name="Quinn", keep_guest=True))
+    task = as_kept_quinn(server.url, console)
     await console.shows(r"^room \w+ \(canfield\); you are Quinn")
     token = stored_guest(server.url, "Quinn")
     assert token is not None
@@ -207,19 +208,9 @@ async def test_joining_another_room_while_racing_is_refused_not_a_silent_leave(
     server: RunningServer, make_client: ClientFactory, home: Path
 ) -> None:
     host = await make_client("Host")
-    code = (await host.create_room("canfield", countdown=0, winnable=False))["code"]
     console = ScriptedConsole()
-    first = asyncio.ensure_future(
-        play(server.url, console, name="Quinn", join=code, keep_guest=True)
-    )
-    await console.shows(r"^room \w+ \(canfield\); you are Quinn")
-    await host.start()
-    await console.shows(r"^race 1 started")
-    console.type("d")
-    await console.shows(r"^played d")
-    first.cancel()  # the terminal died: the server keeps the seat
-    with pytest.raises(asyncio.CancelledError):
-        await first
+    code, first = await guest_racing(server.url, host, console)
+    await dies_after_a_move(console, first)  # the server keeps the seat
 
     other = await make_client("Other")
     elsewhere = (await other.create_room("canfield", countdown=0))["code"]
@@ -241,12 +232,9 @@ async def test_joining_another_room_while_racing_is_refused_not_a_silent_leave(
 
     # The way back the refusal gives: solrace play, without --join.
     back = ScriptedConsole()
-    task = asyncio.ensure_future(play(server.url, back, name="Quinn", keep_guest=True))
+    task = as_kept_quinn(server.url, back)
     await back.shows(r"^back in race 1: your game goes on where it was")
-    back.type("q")
-    await back.shows(r"resign this race\? y/N$")  # the game goes on: q asks
-    back.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(back, task)  # the game goes on: q asks
 
 
 def test_the_full_screen_watch_keeps_no_guest_and_play_holds_its_own(home: Path) -> None:
@@ -322,14 +310,8 @@ async def test_a_player_given_up_on_the_server_is_told_its_seat_is_kept(
     host = Client(url, name="Host", request_timeout=TIMEOUT)
     try:
         await host.connect()
-        code = (await host.create_room("canfield", countdown=0, winnable=False))["code"]
         console = ScriptedConsole()
-        task = asyncio.ensure_future(
-            play(url, console, name="Quinn", join=code, keep_guest=True, resume_timeout=0.5)
-        )
-        await console.shows(r"^room \w+ \(canfield\); you are Quinn")
-        await host.start()
-        await console.shows(r"^race 1 started")
+        _, task = await guest_racing(url, host, console, resume_timeout=0.5)
         console.type("d")
         await console.shows(r"^played d")
         await node.stop()
@@ -343,12 +325,9 @@ async def test_a_player_given_up_on_the_server_is_told_its_seat_is_kept(
         # As it says: the server back, the same command is back in the race.
         await node.start()
         again = ScriptedConsole()
-        task = asyncio.ensure_future(play(url, again, name="Quinn", keep_guest=True))
+        task = as_kept_quinn(url, again)
         await again.shows(r"^back in race 1: your game goes on where it was")
-        again.type("q")
-        await again.shows(r"resign this race\? y/N$")  # the game goes on: q asks
-        again.type("y")
-        assert await asyncio.wait_for(task, TIMEOUT) == 0
+        await quit_resigning(again, task)  # the game goes on: q asks
     finally:
         await host.close()
         if node.current is not None:
@@ -371,15 +350,9 @@ async def test_race_export_sends_the_guest_that_play_kept(
     server: RunningServer, make_client: ClientFactory, home: Path, tmp_path: Path
 ) -> None:
     host = await make_client("Host")
-    # The default spectators (after): the race is its players' alone.
-    code = (await host.create_room("canfield", countdown=0, winnable=False))["code"]
     console = ScriptedConsole()
-    task = asyncio.ensure_future(
-        play(server.url, console, name="Quinn", join=code, keep_guest=True)
-    )
-    await console.shows(r"^room \w+ \(canfield\); you are Quinn")
-    await host.start()
-    await console.shows(r"^race 1 started")
+    # The default spectators (after): the race is its players' alone.
+    code, task = await guest_racing(server.url, host, console)
     console.type("resign")
     await console.shows(r"^You resigned\.")
     await host.resign()

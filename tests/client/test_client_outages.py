@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
+from terminal_support import joined, quit_resigning, start_play
 from test_terminal import ScriptedConsole
 from test_tui import SIZE, Relay, exits, shows, type_line
 
@@ -23,7 +25,6 @@ from solrace.client.terminal import (
     CONNECTION_LOST,
     NOT_SENT_OFFLINE,
     OFFLINE_TAG,
-    play,
 )
 from solrace.client.tui import RaceApp
 
@@ -31,6 +32,21 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "server"))
 from e2e_support import FAST, deal_seed, winning_deal
 
 FIRST = {"countdown": 0, "finish": "first", "finish_grace": 30, "winnable": False}
+
+
+async def _away_with_a_rival(
+    server: RunningServer, make_client: ClientFactory, **settings: Any
+) -> tuple[ScriptedConsole, Relay, asyncio.Future[int], Client]:
+    """The line client hosts a room of ``FIRST`` (and ``settings``) as "away", through a
+    relay to cut, and a rival joins it: the console, the relay, the run and the rival."""
+    relay = Relay(server.server.port)
+    await relay.restore()
+    console = ScriptedConsole()
+    task = start_play(
+        relay.url, console, name="away", settings={**FIRST, **settings}, resume_timeout=4 * TIMEOUT
+    )
+    (rival,) = await joined(console, make_client, "away", "rival")
+    return console, relay, task, rival
 
 
 @pytest.fixture
@@ -61,16 +77,7 @@ async def test_the_line_client_waits_for_the_server_s_clock_in_an_outage(
     brought the race's end forward)."""
     seed, line = winning_deal("canfield")
     deal_seed(monkeypatch, seed)
-    relay = Relay(server.server.port)
-    await relay.restore()
-    console = ScriptedConsole()
-    task = asyncio.ensure_future(
-        play(relay.url, console, name="away", settings=FIRST, resume_timeout=4 * TIMEOUT)
-    )
-    code = (await console.shows(r"^room (\w+) "))[1]
-    rival = await make_client("rival")
-    await rival.join(code)
-    await console.shows(r"in the room: away \(host\), rival")
+    console, relay, task, rival = await _away_with_a_rival(server, make_client)
     console.type("start")
     await console.shows(r"^race 1 started: canfield; time left 15:00$")
     await rival.next_event("race_started", timeout=TIMEOUT)
@@ -98,10 +105,7 @@ async def test_the_line_client_waits_for_the_server_s_clock_in_an_outage(
     await console.shows(r"^time left 0:[0-3]\d \(first to finish\)$", since=shown)
     console.type("d")  # back: moves go again
     await console.shows(r"^played d$", since=shown)
-    console.type("q")
-    await console.shows(r"resign this race\? y/N$", since=shown)
-    console.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(console, task, since=shown)
 
 
 async def test_a_race_that_ended_during_an_outage_shows_its_results_once_back(
@@ -109,17 +113,8 @@ async def test_a_race_that_ended_during_an_outage_shows_its_results_once_back(
 ) -> None:
     seed, line = winning_deal("canfield")
     deal_seed(monkeypatch, seed)
-    relay = Relay(server.server.port)
-    await relay.restore()
-    console = ScriptedConsole()
-    settings = {**FIRST, "finish_grace": 0}  # the first win ends the race
-    task = asyncio.ensure_future(
-        play(relay.url, console, name="away", settings=settings, resume_timeout=4 * TIMEOUT)
-    )
-    code = (await console.shows(r"^room (\w+) "))[1]
-    rival = await make_client("rival")
-    await rival.join(code)
-    await console.shows(r"in the room: away \(host\), rival")
+    # The first win ends the race.
+    console, relay, task, rival = await _away_with_a_rival(server, make_client, finish_grace=0)
     console.type("start")
     await rival.next_event("race_started", timeout=TIMEOUT)
     await relay.cut()
@@ -146,9 +141,7 @@ async def test_a_race_that_started_during_an_outage_is_played_once_back(
     host = await make_client("host")
     code = (await host.create_room("canfield", countdown=0, winnable=False))["code"]
     console = ScriptedConsole()
-    task = asyncio.ensure_future(
-        play(relay.url, console, name="away", join=code, resume_timeout=4 * TIMEOUT)
-    )
+    task = start_play(relay.url, console, name="away", join=code, resume_timeout=4 * TIMEOUT)
     await console.shows(r"^room \w+ \(canfield\); you are away$")
     await relay.cut()
     await console.shows(r"^connection lost: reconnecting…")
@@ -159,10 +152,7 @@ async def test_a_race_that_started_during_an_outage_is_played_once_back(
     await console.shows(r"^time left 1[45]:\d\d$")
     console.type("d")
     await console.shows(r"^played d$")
-    console.type("q")
-    await console.shows(r"resign this race\? y/N$")
-    console.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(console, task)
 
 
 async def test_a_member_offline_reads_so_with_its_seat_kept_then_back(
@@ -171,7 +161,7 @@ async def test_a_member_offline_reads_so_with_its_seat_kept_then_back(
     """A member whose connection dropped (``connected: false``) is shown offline, its
     seat kept for the server's resume grace; back, the list is as before."""
     console = ScriptedConsole()
-    task = asyncio.ensure_future(play(server.url, console, name="stays"))
+    task = start_play(server.url, console, name="stays")
     code = (await console.shows(r"^room (\w+) "))[1]
     rival = Client(server.url, name="rival", resume=False, request_timeout=TIMEOUT)
     await rival.connect()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import PLAIN_DEALS, TIMEOUT, ClientFactory, RunningServer
 from daily_support import PASSWORD
+from terminal_support import as_kept_quinn, dies_after_a_move, guest_racing, quit_resigning
 from test_terminal import ScriptedConsole
 from withheld_support import withheld_board
 
@@ -59,10 +60,7 @@ async def test_a_question_mark_lists_the_legal_moves(
     console.type("moves")
     await console.shows(rf"^moves: 1\) {first}", since=shown)
     assert not any("bad_move" in line for line in console.screen)
-    console.type("q")
-    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
-    console.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(console, task)  # the game goes on: q asks
 
 
 async def test_a_new_account_s_daily_attempt_is_not_called_ranked(
@@ -144,10 +142,7 @@ async def test_the_room_s_members_are_shown_once_per_change_across_a_restart(
         assert shown == [], console.screen[before:]  # no one came or went
         await guest.leave()
         await console.shows(r"^in the room: stays \(host\)$", since=before)
-    console.type("q")
-    await console.shows(r"resign this race\? y/N$")  # the game goes on: q asks
-    console.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(console, task)  # the game goes on: q asks
 
 
 async def test_a_server_out_of_reach_is_said_in_plain_words() -> None:
@@ -195,24 +190,14 @@ async def test_a_guest_whose_terminal_died_comes_back_into_its_race(
     room would take no new player while it races)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     host = await make_client("Host")
-    room = await host.create_room("canfield", countdown=0, winnable=False)
-    code = room["code"]
     console = ScriptedConsole()
-    first = asyncio.ensure_future(
-        play(server.url, console, name="Quinn", join=code, keep_guest=True)
-    )
-    await console.shows(r"^room \w+ \(canfield\); you are Quinn")
-    await host.start()
-    await console.shows(r"^race 1 started")
-    console.type("d")
-    await console.shows(r"^played d")
-    first.cancel()  # the terminal is closed: no leave, the room keeps the player away
-    with pytest.raises(asyncio.CancelledError):
-        await first
+    code, first = await guest_racing(server.url, host, console)
+    # The terminal is closed: no leave, the room keeps the player away.
+    await dies_after_a_move(console, first)
     assert (tmp_path / "solrace" / "guests.json").stat().st_mode & 0o777 == 0o600
 
     again = ScriptedConsole()
-    task = asyncio.ensure_future(play(server.url, again, name="Quinn", join=code, keep_guest=True))
+    task = as_kept_quinn(server.url, again, join=code)
     await again.shows(r"^back in race 1: your game goes on where it was")
     await again.shows(r"moves\s+1\s+playing")  # its standing: the move before is kept
     again.type("d")
@@ -222,10 +207,7 @@ async def test_a_guest_whose_terminal_died_comes_back_into_its_race(
             event = await host.next_event("progress", timeout=TIMEOUT)
             if any(p["moves"] == 2 for p in event["players"]):
                 break
-    again.type("q")
-    await again.shows(r"resign this race\? y/N$")  # the game goes on: q asks
-    again.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(again, task)  # the game goes on: q asks
     # Quitting (not dying) resigns the game that goes on and leaves the room for good.
     async with asyncio.timeout(TIMEOUT):
         while True:
@@ -238,7 +220,7 @@ async def test_a_guest_whose_terminal_died_comes_back_into_its_race(
     assert kept is not None
     store_guest(server.url, "Quinn", "x" + kept)
     other = ScriptedConsole()
-    task = asyncio.ensure_future(play(server.url, other, name="Quinn", keep_guest=True))
+    task = as_kept_quinn(server.url, other)
     await other.shows(r"^room \w+ \(canfield\); you are Quinn")
     other.type("q")
     assert await asyncio.wait_for(task, TIMEOUT) == 0

@@ -9,11 +9,12 @@ import re
 
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer
+from terminal_support import RESIGN_ASKED, joined, quit_resigning, start_play
 from test_terminal import ScriptedConsole
 
 from solrace.client import ServerError
 from solrace.client.moves_help import GAME_MOVES, brief_examples, move_examples, moves_text
-from solrace.client.terminal import RESIGN_ASK, daily_line_help, line_help, play, refusal
+from solrace.client.terminal import RESIGN_ASK, daily_line_help, line_help, refusal
 from solrace.client.tui import daily_help, play_help
 from solrace.engine import VARIANTS, parse_move
 
@@ -89,57 +90,50 @@ async def _racing(
     **settings: object,
 ) -> asyncio.Future[int]:
     """The line client in a race of ``variant`` against a rival (so that it goes on)."""
-    task = asyncio.ensure_future(
-        play(
-            server.url,
-            console,
-            name="plain",
-            variant=variant,
-            settings={"countdown": 0, **settings},
-        )
+    task = start_play(
+        server.url, console, name="plain", variant=variant, settings={"countdown": 0, **settings}
     )
-    code = (await console.shows(rf"^room (\w+) \({variant}\)"))[1]
-    rival = await make_client("rival")
-    await rival.join(code)
-    await console.shows(r"in the room: plain \(host\), rival")
+    await joined(console, make_client, "plain", "rival", room=rf"^room (\w+) \({variant}\)")
     console.type("start")
     await console.shows(rf"^race 1 started: {variant}")
     return task
 
 
+async def _help_in_a_race(
+    server: RunningServer, make_client: ClientFactory, variant: str, **settings: object
+) -> tuple[ScriptedConsole, asyncio.Future[int], str]:
+    """The line client's help in a race of ``variant``: its console, its run and the line
+    the help is."""
+    console = ScriptedConsole()
+    task = await _racing(server, make_client, console, variant, **settings)
+    console.type("help")
+    helped = (await console.shows(r"^Type a number from the list, or a move: ")).string
+    return console, task, helped
+
+
 async def test_the_line_client_s_help_and_refusals_are_the_game_s(
     server: RunningServer, make_client: ClientFactory
 ) -> None:
-    console = ScriptedConsole()
-    task = await _racing(server, make_client, console, "british-canister")
-    console.type("help")
-    helped = (await console.shows(r"^Type a number from the list, or a move: ")).string
+    console, task, helped = await _help_in_a_race(server, make_client, "british-canister")
     assert "t1-t3 (the top card of pile 1 onto pile 3), t2-f (to a foundation)" in helped
     assert _moves_named(helped) == {"t1-t3", "t2-f", "u"}, helped
     console.type("xyz")
     await console.shows(
         r"^Refused: 'xyz' is not a move; write e.g. t1-t3, t2-f or u\. \[bad_move\]$"
     )
-    console.type("q")
-    await console.shows(r"resign this race\? y/N$")
-    console.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(console, task)
 
 
 async def test_a_room_without_undo_suggests_no_undo(
     server: RunningServer, make_client: ClientFactory
 ) -> None:
-    console = ScriptedConsole()
-    task = await _racing(server, make_client, console, "american-canister", undo=False)
-    console.type("help")
-    helped = (await console.shows(r"^Type a number from the list, or a move: ")).string
+    console, task, helped = await _help_in_a_race(
+        server, make_client, "american-canister", undo=False
+    )
     assert "no undo in this room" in helped and "u undoes" not in helped
     console.type("t1")
     await console.shows(r"^Refused: .*; write e.g. t1-t3, t1-t3x2 or t2-f\. \[bad_move\]$")
-    console.type("q")
-    await console.shows(r"resign this race\? y/N$")
-    console.type("y")
-    assert await asyncio.wait_for(task, TIMEOUT) == 0
+    await quit_resigning(console, task)
 
 
 async def test_q_asks_before_it_resigns_a_game_that_goes_on(
@@ -148,19 +142,19 @@ async def test_q_asks_before_it_resigns_a_game_that_goes_on(
     console = ScriptedConsole()
     task = await _racing(server, make_client, console, "canfield")
     console.type("q")
-    assert (await console.shows(r"resign this race\? y/N$")).string == RESIGN_ASK
+    assert (await console.shows(RESIGN_ASKED)).string == RESIGN_ASK
     console.type("n")
     await console.shows(r"^not resigned: your game goes on$")
     console.type("q")
     shown = len(console.screen)
-    await console.shows(r"resign this race\? y/N$", since=shown)
+    await console.shows(RESIGN_ASKED, since=shown)
     console.type("board")  # no yes: the line is carried out, the game goes on
     await console.shows(r"^canfield  banked \d+/52  moves 0  status playing$", since=shown)
     assert not task.done()
     assert "You resigned." not in console.screen
     console.type("quit")
     shown = len(console.screen)
-    await console.shows(r"resign this race\? y/N$", since=shown)
+    await console.shows(RESIGN_ASKED, since=shown)
     console.type("y")
     await console.shows(r"^You resigned\.$")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
@@ -170,7 +164,7 @@ async def test_q_quits_at_once_in_the_lobby_and_once_the_game_is_over(
     server: RunningServer, make_client: ClientFactory
 ) -> None:
     console = ScriptedConsole()
-    task = asyncio.ensure_future(play(server.url, console, name="lobby"))
+    task = start_play(server.url, console, name="lobby")
     await console.shows(r"^room \w+ \(canfield\)")
     console.type("q")
     assert await asyncio.wait_for(task, TIMEOUT) == 0

@@ -87,6 +87,20 @@ async def draw_as(page: Page, player: str, times: int) -> None:
         await expect(row).to_have_attribute("data-moves", str(n))
 
 
+async def delayed_room(pages: Pages) -> tuple[Page, Page, str]:
+    """Hana hosts a room whose spectators see each board 10 s late, and Sam comes to watch
+    it: Hana's page, Sam's, and Hana's player id, the race not started yet."""
+    hana = await pages.open()
+    await enter_name(hana, "Hana")
+    code = await create_room(
+        hana, "canfield", countdown=0, spectators="delayed", spectator_delay=10
+    )
+    sam = await pages.open(f"/r/{code}?as=spectator")
+    await enter_name(sam, "Sam")
+    await expect(hana.locator(tid("member"))).to_have_count(2)
+    return hana, sam, await test_web.player_id(hana)
+
+
 async def test_claim_a_name_log_in_elsewhere_and_play_the_daily_as_the_account(
     pages: Pages, server: RunningServer
 ) -> None:
@@ -404,16 +418,8 @@ async def test_an_after_rooms_spectator_sees_the_boards_only_with_the_results(
 async def test_a_delayed_rooms_spectator_sees_each_board_late(
     pages: Pages, clock: ShiftedClock
 ) -> None:
-    hana = await pages.open()
-    await enter_name(hana, "Hana")
-    code = await create_room(
-        hana, "canfield", countdown=0, spectators="delayed", spectator_delay=10
-    )
-    sam = await pages.open(f"/r/{code}?as=spectator")
-    await enter_name(sam, "Sam")
+    hana, sam, hana_id = await delayed_room(pages)
     await expect(sam.locator(tid("room-spectators"))).to_have_text("Spectators: boards 10 s late")
-    await expect(hana.locator(tid("member"))).to_have_count(2)
-    hana_id = await test_web.player_id(hana)
 
     await hana.click(tid("start"))
     board = sam.locator(f'{tid("spectator-board")}[data-player-id="{hana_id}"]')

@@ -20,7 +20,7 @@ import test_web_daily
 from conftest import ServerFactory
 from playwright.async_api import Browser, Page, Route
 from test_web import VARIANTS, Pages, create_room, enter_name, expect, tid
-from test_web_accounts import draw_as
+from test_web_accounts import delayed_room, draw_as
 from test_web_daily import ShiftedClock, back_to_board, draw, resign, signed_in, start_attempt
 from test_web_replay import open_page, play_race, record_of
 
@@ -165,15 +165,7 @@ async def test_a_ghost_s_own_end_does_not_lengthen_the_replay(pages: Pages) -> N
 async def test_a_delayed_room_s_boards_are_headed_by_their_own_counts(
     pages: Pages, clock: ShiftedClock
 ) -> None:
-    hana = await pages.open()
-    await enter_name(hana, "Hana")
-    code = await create_room(
-        hana, "canfield", countdown=0, spectators="delayed", spectator_delay=10
-    )
-    sam = await pages.open(f"/r/{code}?as=spectator")
-    await enter_name(sam, "Sam")
-    await expect(hana.locator(tid("member"))).to_have_count(2)
-    hana_id = await test_web.player_id(hana)
+    hana, sam, hana_id = await delayed_room(pages)
     await hana.click(tid("start"))
     board = sam.locator(f'{tid("spectator-board")}[data-player-id="{hana_id}"]')
     stats = board.locator(tid("spectator-board-stats"))
