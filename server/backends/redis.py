@@ -1026,8 +1026,8 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         if len(appends) < 2 or isinstance(self._redis, RedisCluster):
             return batch, [], None
         packed: list[Any] = [self.room_ttl_ms]
-        for _, (log, logs), (rev, _, move, _, at_ms), _ in appends:
-            packed += (log, logs, rev, move, at_ms)
+        for _, (log, logs, _closed), (rev, _, move, _, at_ms), _ in appends:
+            packed += (log, logs, rev, move, at_ms)  # the script names the closed mark
         combined: _Call = (
             self._append_moves,
             [],
@@ -1046,7 +1046,13 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             self.append_round_trips += 1
         if scripts & {id(self._swap_room), id(self._swap_room_publish)}:
             self.swap_round_trips += 1
-        sent, appends, combined = self._combined(batch)
+        try:
+            sent, appends, combined = self._combined(batch)
+        except Exception as error:  # no caller may wait for ever on an answer
+            for *_, answer in batch:
+                if not answer.done():
+                    answer.set_exception(error)
+            raise
         try:
             await self._send_batch(sent)
         finally:
