@@ -907,14 +907,12 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         marks = [f"{key}:over" for key in streams]
         logs = self._room_key(code, "logs")
         ttl = self.room_ttl_ms
-        try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.srem(logs, *streams)
-                pipe.unlink(*streams)
-                for mark in marks:
-                    pipe.set(mark, 1, px=ttl if ttl > 0 else None)
-                pipe.sadd(logs, *marks)
-                await pipe.execute()
+        try:  # one command each (a cluster's pipeline does not queue UNLINK), at a race's end
+            for mark in marks:
+                await self._redis.set(mark, 1, px=ttl if ttl > 0 else None)
+            await self._redis.sadd(logs, *marks)
+            await self._redis.srem(logs, *streams)
+            await self._redis.unlink(*streams)
         except UNAVAILABLE_ERRORS as error:
             log.warning("race_logs_left", room=code, race=race, error=str(error))
 
