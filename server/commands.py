@@ -267,6 +267,10 @@ class RoomCommands:
         held = node.held.get(code)
         if held is not None:
             await node.moves.flush(held)  # a leaver resigns with every move it made
+        record = node.record(code)
+        if record is not None and record.state is RoomState.RACING and player_id in record.players:
+            # As a resignation does: no move through another node is logged after it.
+            await node.backend.close_log(code, record.race, player_id)
         await self.settle(code)  # and with those its logs hold that no one reported
         outcome = await node.backend.update_room(
             code, lambda r: rooms.leave(r, player_id, node.now_ms())

@@ -15,6 +15,8 @@ import pytest
 from conftest import ServerFactory
 from e2e_support import RawClient
 
+from solrace.protocol import ErrorCode, ProtocolError
+
 DRAWS = 5
 
 
@@ -63,8 +65,9 @@ async def test_a_stale_game_on_another_node_never_overwrites_the_log_s_standing(
 
 
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+@pytest.mark.parametrize("gives_up", ["resign", "leave_room"])
 async def test_no_move_through_another_node_is_logged_after_a_resignation(
-    start_server: ServerFactory,
+    start_server: ServerFactory, gives_up: str
 ) -> None:
     """The player resigns through one node while a move of theirs goes through another:
     the move is refused (game_over), never logged after the resignation, where the
@@ -91,13 +94,19 @@ async def test_no_move_through_another_node_is_logged_after_a_resignation(
     ack = await tab.request({"type": "move", "move": "d", "rev": 0})
     assert ack["type"] == "ack", ack
 
-    resigned = await other.request({"type": "resign"})
+    resigned = await other.request({"type": gives_up})  # a leave resigns too
     assert resigned["type"] == "ok", resigned
     late = await tab.request({"type": "move", "move": "d", "rev": 1})
-    assert late["type"] == "error" and late["code"] == "game_over", late
+    # Refused as over, or, after a leave the node has heard of, as out of the room.
+    refusals = ("game_over",) if gives_up == "resign" else ("game_over", "not_in_room")
+    assert late["type"] == "error" and late["code"] in refusals, late
+    # Whatever the node heard by then, the log itself takes no move after it.
+    with pytest.raises(ProtocolError) as closed:
+        await first.node.backend.append_move(code, 1, tab.player_id, 1, "d")
+    assert closed.value.code is ErrorCode.GAME_OVER
     assert await first.node.backend.read_moves(code, 1, tab.player_id) == ["d"]
     await rival.request({"type": "resign"})
-    over: dict[str, Any] = await other.recv(lambda f: f.get("type") == "race_over")
+    over: dict[str, Any] = await rival.recv(lambda f: f.get("type") == "race_over")
     by_id = {r["player_id"]: r for r in over["results"]}
     assert (by_id[tab.player_id]["status"], by_id[tab.player_id]["moves"]) == ("resigned", 1)
     kept = await second.node.backend.load_race(code, 1, second.node.now_ms())
