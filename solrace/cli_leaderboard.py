@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -204,13 +205,23 @@ def _get_board(base: str, url: str, query: dict[str, str]) -> dict[str, Any]:
     return board
 
 
+ID_PREFIX = "id:"
+"""Before a player id, ``--player`` names that id and never a name."""
+
+
+def _named_ids(player: str, entries: Iterable[tuple[str, Any]]) -> set[str]:
+    """The player ids of ``entries`` (player id, name) whose name is ``player``, in any
+    case."""
+    wanted = player.casefold()
+    return {player_id for player_id, name in entries if str(name).casefold() == wanted}
+
+
 def _named(base: str, url: str, query: dict[str, str], player: str) -> str | None:
     """The player id of the board's entry named ``player`` (a name as the board shows it,
     in any case) among its top ``MAX_LIMIT``; None if no entry has that name (raises
     _ShowFailed if more than one player has it)."""
     board = _get_board(base, url, {**query, "limit": str(MAX_LIMIT)})
-    wanted = player.casefold()
-    ids = sorted({e["player_id"] for e in board["top"] if str(e["name"]).casefold() == wanted})
+    ids = sorted(_named_ids(player, ((e["player_id"], e["name"]) for e in board["top"])))
     if len(ids) > 1:
         raise _ShowFailed(
             f"{len(ids)} players named {player!r} on the board: give the player id, "
@@ -228,7 +239,7 @@ def _show(args: argparse.Namespace, date: str, variants: list[str]) -> int:
         query = {"variant": variant, "date": date, "limit": str(args.limit), "board": args.board}
         try:
             board = _get_board(base, args.url, {**query, **_player(args)})
-            if args.player and board.get("you") is None and not args.player.startswith("id:"):
+            if args.player and board.get("you") is None and not args.player.startswith(ID_PREFIX):
                 # Not a player id that ranks here: the name of an entry, perhaps.
                 player_id = _named(base, args.url, query, args.player)
                 if player_id is not None:
@@ -245,7 +256,7 @@ def _show(args: argparse.Namespace, date: str, variants: list[str]) -> int:
 def _player(args: argparse.Namespace) -> dict[str, str]:
     """The query's ``player``: ``--player`` as a player id (``id:`` and an id is that id
     and never a name)."""
-    return {"player": args.player.removeprefix("id:")} if args.player else {}
+    return {"player": args.player.removeprefix(ID_PREFIX)} if args.player else {}
 
 
 def _config(args: argparse.Namespace) -> ServerConfig:
@@ -364,12 +375,11 @@ async def _player_id(backend: Any, date: str, variant: str, player: str) -> str:
     ValueError where it names more than one player of the day's entries: two players of
     that name, or a name that is another player's id (a player may pick a name that reads
     as someone else's id, for an operator's remove to hit that player)."""
-    if player.startswith("id:"):
-        return player.removeprefix("id:")  # a player id, and nothing else
+    if player.startswith(ID_PREFIX):
+        return player.removeprefix(ID_PREFIX)  # a player id, and nothing else
     entries = await backend.daily_entries(date, variant)
     by_id = {e.player_id for e in entries if e.player_id == player}
-    by_name = {e.player_id for e in entries if e.name.casefold() == player.casefold()}
-    ids = sorted(by_id | by_name)
+    ids = sorted(by_id | _named_ids(player, ((e.player_id, e.name) for e in entries)))
     if len(ids) > 1:
         raise ValueError(
             f"{player!r} names {len(ids)} players of the day: give id: and the player id of "
