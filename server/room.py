@@ -899,7 +899,8 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
 
     A standing of a player whose game is over already, or who is not in the race, is
     left out (it may have waited while the game ended), and so is one of fewer moves than
-    the standing kept; the race ends when every player is done. Nothing at all is recorded outside a running race.
+    the standing kept; the race ends when every player is done. Nothing at all is recorded
+    outside a running race.
     """
     if room.state is not RoomState.RACING:
         raise _fail(ErrorCode.RACE_NOT_STARTED, "no race is running in this room")
@@ -984,11 +985,16 @@ def places(room: Room) -> dict[str, int]:
         for index, (p, r) in enumerate(room.players.items())
         if r.status == "won"
     )
-    placed: dict[str, int] = {}
-    for place, (finished, moves, _, p) in enumerate(wins, start=1):
-        level = place > 1 and wins[place - 2][:2] == (finished, moves)
-        placed[p] = placed[wins[place - 2][3]] if level else place
-    return placed
+    ranks = _level_ranks([(finished, moves) for finished, moves, *_ in wins])
+    return {p: rank for rank, (*_, p) in zip(ranks, wins, strict=True)}
+
+
+def _level_ranks(keys: list[Any]) -> list[int]:
+    """The ranks of sorted ``keys``, equal keys level: (a, b, b, c) rank (1, 2, 2, 4)."""
+    ranks: list[int] = []
+    for place, key in enumerate(keys, start=1):
+        ranks.append(ranks[-1] if place > 1 and keys[place - 2] == key else place)
+    return ranks
 
 
 def progress(
@@ -1028,10 +1034,8 @@ def ranked_results(players: dict[str, PlayerRace]) -> list[dict[str, Any]]:
 
     ordered = sorted(players.items(), key=key)
     results = []
-    rank = 0
-    for place, (player_id, r) in enumerate(ordered, start=1):
-        if place == 1 or key(ordered[place - 2]) != key((player_id, r)):
-            rank = place
+    ranks = _level_ranks([key(item) for item in ordered])
+    for rank, (player_id, r) in zip(ranks, ordered, strict=True):
         results.append(
             {
                 "rank": rank,
