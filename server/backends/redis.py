@@ -559,6 +559,11 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     def _log_key(self, code: str, race: int, player_id: str) -> str:
         return f"{self.prefix}:{{{code}}}:log:{race}:{player_id}"
 
+    @staticmethod
+    def _closed_key(log_key: str) -> str:
+        """The log's closed mark (``_APPEND_MOVES`` names it so too)."""
+        return f"{log_key}:over"
+
     def _player_key(self, player_id: str) -> str:
         return f"{self.prefix}:player:{{{player_id}}}"
 
@@ -890,7 +895,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     async def close_log(self, code: str, race: int, player_id: str) -> None:
         """SET the log's closed mark (which the append scripts read), noted with the room's
         logs so that it goes with them."""
-        key = f"{self._log_key(code, race, player_id)}:over"
+        key = self._closed_key(self._log_key(code, race, player_id))
         ttl = self.room_ttl_ms
         with self._guard():
             await self._redis.set(key, 1, px=ttl if ttl > 0 else None)
@@ -904,7 +909,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         if not self._known(code) or not player_ids:
             return
         streams = [self._log_key(code, race, player_id) for player_id in player_ids]
-        marks = [f"{key}:over" for key in streams]
+        marks = [self._closed_key(key) for key in streams]
         logs = self._room_key(code, "logs")
         ttl = self.room_ttl_ms
         try:  # one command each (a cluster's pipeline does not queue UNLINK), at a race's end
@@ -966,7 +971,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     ) -> asyncio.Future[None]:
         """:meth:`append_move` as a future, sent with the pass's other script calls."""
         log_key = self._log_key(code, race, player_id)
-        keys = [log_key, self._room_key(code, "logs"), f"{log_key}:over"]
+        keys = [log_key, self._room_key(code, "logs"), self._closed_key(log_key)]
         args = [rev, rev + 1, move, self.room_ttl_ms, at_ms]
         answer = self._batched(self._append_move, keys, args)
         logged: asyncio.Future[None] = answer.get_loop().create_future()
