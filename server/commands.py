@@ -168,11 +168,10 @@ class RoomCommands:
             if await self.node.backend.create_room(outcome.room):
                 return outcome
 
-    async def check_not_racing_elsewhere(self, player_id: str) -> None:
-        """Refuse a room to an account whose other connection (on another node) plays a
-        race that is on: an account races in one room at a time. Its room pointer names
-        that race, and must go on naming it, for the checks that read it (no daily attempt
-        beside another, no account deleted mid-race)."""
+    async def racing_room(self, player_id: str) -> Room | None:
+        """The room whose race the account plays, as its room pointer names it: a race
+        that is on, the account a player in it whose game is not over (finished or
+        resigned, it is free to go on elsewhere)."""
         backend = self.node.backend
         code = await backend.player_room(player_id)
         room = None if code is None else await backend.load_room(code)
@@ -182,10 +181,18 @@ class RoomCommands:
             or player_id not in room.members
             or room.members[player_id].role is not Role.PLAYER
         ):
-            return
+            return None
         race = room.players.get(player_id)
-        if race is not None and race.status != "playing":
-            return  # finished or resigned: free to go on elsewhere
+        return room if race is None or race.status == "playing" else None
+
+    async def check_not_racing_elsewhere(self, player_id: str) -> None:
+        """Refuse a room to an account whose other connection (on another node) plays a
+        race that is on: an account races in one room at a time. Its room pointer names
+        that race, and must go on naming it, for the checks that read it (no daily attempt
+        beside another, no account deleted mid-race)."""
+        room = await self.racing_room(player_id)
+        if room is None:
+            return
         raise ProtocolError(
             ErrorCode.ALREADY_IN_ROOM,
             f"you are racing in room {room.code} on another connection: finish or leave "

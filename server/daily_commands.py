@@ -102,16 +102,10 @@ class DailyCommands:
             await backend.release_start(player_id, hold)
 
     async def _check_none_running(self, player_id: str) -> None:
-        """Refuse a start while another connection of the account plays an attempt."""
-        backend = self.node.backend
-        code = await backend.player_room(player_id)
-        room = None if code is None else await backend.load_room(code)
-        if (
-            room is not None
-            and room.settings.daily is not None
-            and room.state is not RoomState.FINISHED
-            and player_id in room.players
-        ):
+        """Refuse a start while another connection of the account plays an attempt (a
+        daily room's one player: its race is on while the player's game is)."""
+        room = await self.node.commands.racing_room(player_id)
+        if room is not None and room.settings.daily is not None:
             raise ProtocolError(
                 ErrorCode.ALREADY_IN_ROOM,
                 "your daily attempt goes on on another connection: play it there, or resign it",
