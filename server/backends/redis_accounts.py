@@ -264,21 +264,26 @@ class RedisAccountsMixin:
         """One day's entries of the player under a fresh id and ``name``: every attempt,
         the ranked one on its board (the people's or the bots') or in review."""
         anonymous = secrets.token_hex(8)  # a player id, of no one
-        attempts: list[str] = []
-        for data in fields.values():
-            entry = json.loads(data)
-            attempts += [str(entry["attempt"]), _anonymised(data, anonymous, name)]
+        every = self._day(date, variant, "all")
         entries = [self._day(date, variant, f"{board}entries") for board in BOARDS]
         flagged = self._day(date, variant, "flagged")
         hashes = [self._day(date, variant, "attempts"), *entries, flagged]
         boards = [self._day(date, variant, f"{board}board") for board in BOARDS]
         with self._guard():
+            attempts: list[str] = []
+            for data in fields.values():
+                # The day's every-attempt hash holds the attempt whole, its moves with it
+                # (the history's copy leaves them out).
+                attempt = str(json.loads(data)["attempt"])
+                whole = await self._redis.hget(every, f"{player_id}:{attempt}")
+                kept = data if whole is None else str(_text(whole))
+                attempts += [attempt, _anonymised(kept, anonymous, name)]
             values: list[str] = [""]  # the attempts' count goes as it is
             for key in [*entries, flagged]:
                 raw = await self._redis.hget(key, player_id)
                 values.append("" if raw is None else _anonymised(str(_text(raw)), anonymous, name))
             await self._script("anonymise_day", _ANONYMISE_DAY)(
-                keys=[*hashes, *boards, self._day(date, variant, "all")],
+                keys=[*hashes, *boards, every],
                 args=[player_id, anonymous, len(hashes), len(boards), *values, *attempts],
             )
             if values[-1]:  # the ranked entry waits for review: the review list names it

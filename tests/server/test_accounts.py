@@ -440,6 +440,9 @@ async def test_deleting_anonymises_entries_on_the_bots_board_and_in_review(
     assert len(entries) == 2
     assert {e.name for e in entries} == {DELETED_NAME}
     assert not {e.player_id for e in entries} & set(gone.values())
+    # Each keeps its moves, for the day's export and replays (boards and histories hold
+    # copies without them: the anonymised entries are made from the whole ones).
+    assert [len(e.log) for e in entries] == [25, 25] and all(len(e.times) == 25 for e in entries)
     (bot_entry,) = await backend.daily_top(date, "rainbow-canfield", 0, 10, "bots")
     assert bot_entry.name == DELETED_NAME and bot_entry.player_id not in gone.values()
     (held,) = await backend.daily_flagged()
