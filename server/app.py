@@ -8,6 +8,7 @@ import gc
 import itertools
 import resource
 import signal
+import ssl
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -443,12 +444,24 @@ def _log_pause(phase: str, info: dict[str, int]) -> None:
             structlog.contextvars.bind_contextvars(**bound)
 
 
+def _quiet_tls_handshakes(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's handler of unhandled errors, less one: uvloop keeps a failed TLS
+    handshake's error in a future of its own as well as raising it to the connection's
+    caller (redis-py, which reports it), and that future, never read, was written out as a
+    traceback when it went, breaking ``solrace serve``'s one clear line about Redis."""
+    unread = str(context.get("message", "")).startswith("Future exception was never retrieved")
+    if unread and isinstance(context.get("exception"), ssl.SSLError):
+        return
+    loop.default_exception_handler(context)
+
+
 async def run(config: ServerConfig) -> None:
     """Serve until SIGTERM, SIGINT or SIGHUP, then close every connection with 1001.
 
     Raises BackendUnavailable, after closing, if the store failed while serving.
     """
     configure_logging(config.log_format)
+    asyncio.get_running_loop().set_exception_handler(_quiet_tls_handshakes)
     open_files = raise_open_files()
     server = SolraceServer(Node(make_backend(config), config), config)
     try:
