@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import native
+from . import native  # noqa: F401  (first: importing it keeps a stale extension from loading)
 from .cards import Card, card_name, parse_card
 from .game import Change, Game, Position, Status
 from .moves import (
@@ -21,8 +21,6 @@ from .moves import (
 from .registry import VARIANTS, ReplayError, new_game, replay
 from .rng import SplitMix64, shuffled_deck
 from .views import board_view, delta_view, full_layout, pile_view, player_view, spectator_view
-
-native.install()  # before any compiled module is imported: never a stale extension
 
 __all__ = [
     "DRAW",

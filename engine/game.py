@@ -116,6 +116,29 @@ class Game:
     def _is_stuck(self) -> bool:
         return not self.has_legal_move()
 
+    def __deepcopy__(self, memo: dict[int, object]) -> Game:
+        """An independent copy of the game: its position, history and log.
+
+        Written out because the compiled class (setup.py) has no default way to be copied;
+        the plain class copies the same way. A variant's caches start empty in the copy.
+        """
+        new = type(self)(self.seed, undo_allowed=self.undo_allowed)
+        new.tableau = [list(pile) for pile in self.tableau]
+        new.foundations = [list(pile) for pile in self.foundations]
+        new.reserve = list(self.reserve)
+        new.stock = list(self.stock)
+        new.waste = list(self.waste)
+        new.fan = self.fan
+        new.base_rank = self.base_rank
+        new.moves = self.moves
+        new.log = list(self.log)  # moves and records are immutable
+        new._history = list(self._history)
+        new._ended = self._ended
+        new._stuck_at = self._stuck_at
+        new._stuck = self._stuck
+        new.layout_rev = self.layout_rev
+        return new
+
     # -- reading the position --------------------------------------------------------------
 
     @property

@@ -1,12 +1,12 @@
 """Which modules run compiled, and never an extension older than its source.
 
-setup.py compiles the solver's search and the games' models with mypyc where it can and
+setup.py compiles the games, their views and the solver with mypyc where it can and
 records the digest of each source it compiled (``_compiled.py``, written by the build).
 An editable install leaves the extensions beside the sources, where Python's import
 prefers them: after a source is edited (or a checkout changes it) the old extension would
-run instead of the code on disk. :func:`install` compares the digests at import and, for
-any module whose source has changed since its build, makes the import load the source
-(with a warning saying how to rebuild); ``SOLRACE_PURE=1`` makes it load every source, as
+run instead of the code on disk. :func:`install` compares the digests at import and, if
+any module's source has changed since its build, makes the import load every compiled
+module's source (with a warning saying how to rebuild); ``SOLRACE_PURE=1`` makes it load every source, as
 a build without compiled modules would. :func:`compiled` says what runs compiled, and
 :func:`source` gives a module run from its source, whose objects can be patched.
 """
@@ -41,13 +41,24 @@ def _recorded() -> dict[str, str]:
     return sources
 
 
+def _path(name: str) -> Path:
+    """The source of module ``name`` (dotted below the package: ``variants.canfield``)."""
+    return _HERE / f"{name.replace('.', '/')}.py"
+
+
+def _dotted(extension: Path) -> str:
+    """The module an extension below the package is, dotted below it."""
+    parts = extension.relative_to(_HERE).parts
+    return ".".join((*parts[:-1], parts[-1].split(".")[0]))
+
+
 def stale() -> list[str]:
     """The modules with an extension beside a source other than the one compiled (or one
     no build recorded)."""
     recorded = _recorded()
     out = []
-    for name in sorted({path.name.split(".")[0] for path in _HERE.glob("*.so")}):
-        source = _HERE / f"{name}.py"
+    for name in sorted({_dotted(path) for path in _HERE.rglob("*.so")}):
+        source = _path(name)
         if not source.exists():
             continue  # mypyc's shared library: no source of its own
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
@@ -68,7 +79,7 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         name = self.names.get(fullname)
         if name is None:
             return None
-        return importlib.util.spec_from_file_location(fullname, _HERE / f"{name}.py")
+        return importlib.util.spec_from_file_location(fullname, _path(name))
 
 
 def install() -> None:
@@ -82,10 +93,13 @@ def install() -> None:
     names = stale()
     if not names:
         return
-    sys.meta_path.insert(0, _SourceFirst(names))
+    # The build compiles its modules as one group, whose library sets up a module's
+    # compiled imports itself (the games' models import the cards, the solver the games):
+    # one stale module makes the whole build's run from their sources.
+    sys.meta_path.insert(0, _SourceFirst(sorted({*_recorded(), *names})))
     warnings.warn(
-        f"solrace: {', '.join(names)} changed since they were compiled; running them as "
-        "plain Python (slower). Rebuild with `pip install -e .`",
+        f"solrace: {', '.join(names)} changed since they were compiled; running the engine "
+        "as plain Python (slower). Rebuild with `pip install -e .`",
         RuntimeWarning,
         stacklevel=2,
     )
@@ -107,8 +121,13 @@ def source(name: str) -> ModuleType:
     Compiled classes take no new attributes: a test that replaces a model's method to watch
     its search patches this copy's (its imports are the package's own modules).
     """
-    spec = importlib.util.spec_from_file_location(f"{_PACKAGE}.{name}", _HERE / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{_PACKAGE}.{name}", _path(name))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# The package imports this module before any other of its own (the games, their views and
+# the solver are compiled too): a stale extension must not be imported even once.
+install()

@@ -1,4 +1,4 @@
-"""The compiled solver: the build's extensions run, and never one older than its source."""
+"""The compiled engine: the build's extensions run, and never one older than its source."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_the_modules_the_build_compiled_run_compiled() -> None:
         assert native.compiled() == []
         return
     assert native.stale() == []
-    built = [name for name in recorded() if list(ENGINE.glob(f"{name}.*.so"))]
+    built = [name for name in recorded() if list(ENGINE.glob(f"{name.replace('.', '/')}.*.so"))]
     assert sorted(native.compiled()) == sorted(built)
     if os.environ.get("CI") == "true":
         assert built and sorted(built) == sorted(recorded()), "the solver was not compiled"
@@ -72,19 +72,27 @@ def where_it_loads(root: Path, name: str, *options: str) -> tuple[str, str]:
 )
 def test_an_extension_older_than_its_source_is_never_used(tmp_path: Path) -> None:
     """A copy of the package with the extensions built for its sources: they load; once a
-    source changes, that module loads from the source, with a warning saying so."""
-    package = tmp_path / "solrace"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    shutil.copytree(ENGINE, package / "engine", ignore=shutil.ignore_patterns("__pycache__"))
-    name = next(iter(recorded()))
+    source changes, that module loads from the source, with a warning saying so, and so
+    does every other module of the build (one group: they import each other compiled)."""
+    # A module of the package's own folder, and one below it (a variant) where compiled.
+    names = [next(iter(recorded())), *[n for n in recorded() if "." in n][:1]]
+    for name in names:
+        root = tmp_path / name
+        package = root / "solrace"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        shutil.copytree(ENGINE, package / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+        other = next(n for n in recorded() if n != name)
 
-    loaded, warned = where_it_loads(tmp_path, name)
-    assert loaded.endswith(".so"), loaded
-    assert "changed since" not in warned
+        for module in (name, other):
+            loaded, warned = where_it_loads(root, module)
+            assert loaded.endswith(".so"), loaded
+            assert "changed since" not in warned
 
-    source = package / "engine" / f"{name}.py"
-    source.write_text(source.read_text() + "\n# edited\n")
-    loaded, warned = where_it_loads(tmp_path, name)
-    assert loaded == str(source), loaded
-    assert f"{name} changed since they were compiled" in warned
+        source = package / "engine" / f"{name.replace('.', '/')}.py"
+        source.write_text(source.read_text() + "\n# edited\n")
+        loaded, warned = where_it_loads(root, name)
+        assert loaded == str(source), loaded
+        assert f"{name} changed since they were compiled" in warned
+        loaded, _ = where_it_loads(root, other)
+        assert loaded == str(package / "engine" / f"{other.replace('.', '/')}.py"), loaded
