@@ -539,17 +539,17 @@ class RoomCommands:
         """Take back every room of the storage this node alone serves, after a restart.
 
         The race clock stops while the server is down: a running race's start and
-        deadline move later by the downtime (as far as the node's last note that it ran
-        tells it). Every member counts as dropped from now on, and so has the resume
-        grace period to come back; spectators leave. A standing the node had not
-        reported yet is worked out again from the player's move log.
+        deadline move later by the downtime, from the last time the storage shows the
+        node running (:meth:`_last_ran_ms`). Every member counts as dropped from now on,
+        and so has the resume grace period to come back; spectators leave. A standing
+        the node had not reported yet is worked out again from the player's move log.
         """
         node = self.node
         backend = node.backend
         now = node.now_ms()
-        last = backend.last_alive_ms
-        downtime = max(0, now - last) if last is not None else 0
         codes = await backend.room_codes()
+        last = await self._last_ran_ms(codes)
+        downtime = max(0, now - last) if last is not None else 0
         noted: dict[tuple[str, str], set[str]] = {}
         for code in codes:
             try:
@@ -573,6 +573,29 @@ class RoomCommands:
             node.tick_later(code, 0.0)
         if codes:
             log.info("rooms_recovered", rooms=len(codes), downtime_ms=downtime)
+
+    async def _last_ran_ms(self, codes: list[str]) -> int | None:
+        """When the node last ran, as its storage shows: its last note that it ran, or the
+        last move it logged, whichever is later (None: never noted).
+
+        The note is written once a second, a move as it is acked: a node killed up to a
+        second after its note had run on meanwhile, and a clock moved on by the downtime
+        from the note alone would run back (a move after the restart timed before the
+        last ones acked before it, and the race's record no longer in order).
+        """
+        backend = self.node.backend
+        last = backend.last_alive_ms
+        if last is None:
+            return None
+        for code in codes:
+            room = await backend.load_room(code)
+            if room is None or room.state is not RoomState.RACING or room.starts_ms is None:
+                continue
+            for player_id in room.players:
+                timed = await backend.read_timed_moves(code, room.race, player_id)
+                if timed:
+                    last = max(last, room.starts_ms + timed[-1][1])
+        return last
 
     async def settle(self, code: str, *, due_only: bool = False) -> None:
         """Standings of a running race caught up with its move logs, where the store is

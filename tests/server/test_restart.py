@@ -12,6 +12,9 @@ themselves (the client library resumes with its token), the race goes on and end
 - the race clock stood still while the node was down;
 - the spectator sees every board again;
 - the daily attempt is still attempt 1, and ranked.
+
+And the clock after a kill starts again from the last move logged, when that came after
+the node's last note that it ran (written once a second).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from conftest import TIMEOUT
 from process_support import NodeProcess, Player
 
 from solrace.client import Client
+from solrace.server.races import check_race
 
 PLAYERS = 4
 PACE = 0.02  # seconds between a player's moves
@@ -259,6 +263,53 @@ async def _race_through_a_restart(
     assert board["count"] == 1
     assert board["you"]["attempt"] == 1 and board["you"]["ranked"] is True
     assert board["you"]["moves"] == len(daily.acked)
+
+
+def alive_ms(data_dir: Path) -> int | None:
+    """The node's last note that it ran, as its SQLite file holds it."""
+    db = sqlite3.connect(f"file:{data_dir / 'solrace.sqlite3'}?mode=ro", uri=True)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'alive_ms'").fetchone()
+    finally:
+        db.close()
+    return None if row is None else int(row[0])
+
+
+async def test_moves_acked_after_the_last_note_that_the_node_ran_keep_the_clock_in_order(
+    node: NodeProcess,
+) -> None:
+    """Killed most of a second after its note that it ran, with moves acked since, the
+    node starts the clock again from the last of those moves, not from the note: a move
+    after the restart is timed after them, and the race's record checks."""
+    clients: list[Client] = []
+    try:
+        players = await seated(node, "c", 2, 9, clients)
+        code = await race(players, spectators="live")  # a public replay
+        mover = players[0]
+        noted = await asyncio.to_thread(alive_ms, node.data_dir)
+        async with asyncio.timeout(4 * TIMEOUT):
+            while await asyncio.to_thread(alive_ms, node.data_dir) == noted:
+                await asyncio.sleep(0.01)
+        # Moves for most of the second up to the next note, then the kill.
+        loop = asyncio.get_running_loop()
+        until_kill = loop.time() + 0.7
+        while loop.time() < until_kill:
+            assert await mover.play_one()
+        node.kill()
+        node.start()
+        await asyncio.to_thread(node.wait_listening)
+        await mover.client.next_event("resumed", timeout=4 * TIMEOUT)
+        assert await mover.play_one()  # at once: less than the 0.7 s played past the note
+        for player in players:
+            await player.client.resign()
+        record = await asyncio.to_thread(http_json, node, f"/api/race?room={code}&race=1")
+        assert check_race(record) == [], record
+        times = record["players"][mover.client.player_id]["times"]
+        assert len(times) == len(mover.acked) and times == sorted(times), times
+    finally:
+        for made in clients:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(made.close(), TIMEOUT)
 
 
 async def test_standings_not_yet_written_are_worked_out_from_the_logs_after_a_kill(
