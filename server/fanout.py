@@ -13,6 +13,7 @@ read the room's record again first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ __all__ = ["STATE_EVENTS", "FanOut"]
 log = structlog.get_logger("solrace.server")
 
 STATE_EVENTS = frozenset({"members", "countdown", "race_started", "race_over"})
+_STARTS = frozenset({"countdown", "race_started"})
+"""The events that start a race's clock: a members event held back does not delay them."""
 _RESYNC: dict[str, Any] = {"type": "resync"}
 """Queued (by identity) when the room's events may have been lost: send fresh snapshots."""
 
@@ -249,11 +252,22 @@ class FanOut:
         the fold past progress, a member who dropped and came back in a loop queued a
         members event a drop, each waiting its interval, and every event of the room
         waited behind them, seconds more each second.
+
+        It does not wait when a race's start is queued behind it (its countdown, or the
+        deal with countdown 0): the race clock runs from the start, and a host's start
+        right after a join would cost every player here that wait. A room starts a race
+        at most once per race, so its members still go out about once an interval.
         """
         loop = asyncio.get_running_loop()
-        wait = held.members_at + self.node.config.budgets.members_interval_s - loop.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
+        until = held.members_at + self.node.config.budgets.members_interval_s
+        while not any(e.get("type") in _STARTS for e in held.events):
+            wait = until - loop.time()
+            if wait <= 0:
+                break
+            held.wake.clear()  # set by the next event queued: it may be the start
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await held.wake.wait()
         first = event
         removed: dict[str, str] = dict(first.get("removed") or {})
         queued = held.events

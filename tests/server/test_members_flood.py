@@ -88,3 +88,26 @@ async def test_a_member_reconnecting_in_a_loop_delays_no_one(
     # most an interval and a report or so.
     assert max(lags) < 3 * INTERVAL, sorted(lags)[-5:]
     assert over - resigned < 3 * INTERVAL
+
+
+async def test_a_members_event_held_back_does_not_hold_back_the_race_start(
+    start_server: ServerFactory, make_client: ClientFactory
+) -> None:
+    """A host who starts (countdown 0) just after someone joins: the join's members event
+    waits for the room's interval, but the deal does not wait behind it, for the race
+    clock runs from the start."""
+    interval = 3.0
+    server = await start_server(budgets=replace(LOOSE_BUDGETS, members_interval_s=interval))
+    alice = await make_client("alice", url=server.url)
+    bob = await make_client("bob", url=server.url)
+    room = await alice.create_room("canfield", countdown=0, winnable=False)
+    await bob.join(room["code"])  # a members event: the next waits for the interval
+    carol = await make_client("carol", url=server.url)
+    await carol.join(room["code"])  # this one waits
+    asked = time.monotonic()
+    await alice.start()
+    await bob.next_event("race_started", timeout=TIMEOUT)
+    assert time.monotonic() - asked < interval / 3
+    # The members event went out first, in order.
+    snapshot = await bob.sync()
+    assert {m["name"] for m in snapshot["members"]} == {"alice", "bob", "carol"}
