@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import native  # noqa: F401  (first: importing it keeps a stale extension from loading)
 from .cards import Card, card_name, parse_card
-from .game import Change, Game, Position, Status
+from .game import STATUS_TEXT, Change, Game, Position, Status
 from .moves import (
     DRAW,
     REDEAL,
@@ -25,6 +25,7 @@ from .views import board_view, delta_view, full_layout, pile_view, player_view, 
 __all__ = [
     "DRAW",
     "REDEAL",
+    "STATUS_TEXT",
     "UNDO",
     "VARIANTS",
     "Card",

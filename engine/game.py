@@ -16,7 +16,7 @@ from .cards import RANK, RED, SUIT, card_name, rank_name
 from .moves import DRAW, REDEAL, UNDO, IllegalMove, Move, MoveKind, PileKind, Reason
 from .rng import shuffled_deck
 
-__all__ = ["Change", "Game", "Position", "Status"]
+__all__ = ["STATUS_TEXT", "Change", "Game", "Position", "Status"]
 
 T, F, R, W, S = (
     PileKind.TABLEAU,
@@ -37,6 +37,10 @@ class Status(StrEnum):
     WON = "won"
     STUCK = "stuck"
     RESIGNED = "resigned"
+
+
+STATUS_TEXT: dict[Status, str] = {status: status.value for status in Status}
+"""Each status's text (a look-up here is a tenth of an enum's ``.value``; one a move)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .cards import CARD_NAMES, card_name, rank_name
-from .game import Game
+from .game import STATUS_TEXT, Game
 from .moves import format_move
 
 __all__ = [
@@ -92,7 +92,7 @@ def delta_view(game: Game, touched: Iterable[str], *, legal: bool = False) -> Vi
     status and ``can_undo`` are always there, and ``legal`` too when asked for.
     ``solrace.protocol.apply_delta`` turns the previous view and this into the new one.
     """
-    status = game.status.value
+    status = STATUS_TEXT[game.status]
     playing = _goes_on(game, status)
     delta: View = {
         "piles": {name: pile_view(game, name) for name in touched},

@@ -67,8 +67,13 @@ class RateLimiter:
         return self.violations
 
     def _tokens_at(self, now: float) -> float:
-        elapsed = max(0.0, now - self._last)  # a clock that steps back refills nothing
-        return min(self._size, self._tokens + elapsed * self._rate)
+        # Written out (no max, no min): every message of every connection comes here.
+        elapsed = now - self._last
+        if elapsed <= 0.0:  # a clock that steps back refills nothing
+            return self._tokens
+        tokens = self._tokens + elapsed * self._rate
+        size = self._size
+        return size if tokens > size else tokens
 
     def take(self, now: float, cost: int = 1) -> bool:
         """Take ``cost`` tokens if there are; if not, change nothing (no violation counted)."""

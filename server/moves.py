@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import structlog
 
 from ..engine import (
+    STATUS_TEXT,
     Change,
     Game,
     IllegalMove,
@@ -113,8 +114,9 @@ class MovePath:
 
     # -- the checks ----------------------------------------------------------------------
 
-    def checked(self, session: Session) -> tuple[LocalRoom, Room, str]:
-        """The room, its record and the player, if the session may move now; else raise."""
+    def checked(self, session: Session, now_ms: int | None = None) -> tuple[LocalRoom, Room, str]:
+        """The room, its record and the player, if the session may move now (``now_ms``:
+        the node's clock, read here if not given); else raise."""
         node = self.node
         player_id = node.identified(session)
         code = node.in_room(session)
@@ -127,7 +129,10 @@ class MovePath:
         standing = room.players.get(player_id)
         if session.role is not Role.PLAYER or standing is None:
             raise ProtocolError(ErrorCode.NOT_A_PLAYER, "only the race's players make moves")
-        if room.deadline_ms is not None and node.now_ms() >= room.deadline_ms:
+        if (
+            room.deadline_ms is not None
+            and (node.now_ms() if now_ms is None else now_ms) >= room.deadline_ms
+        ):
             raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
         if standing.over(room.settings.undo):
             raise ProtocolError(ErrorCode.GAME_OVER, f"your game is over ({standing.status})")
@@ -208,8 +213,9 @@ class MovePath:
         if fields is None:
             return False
         request_id, text, rev = fields
+        now_ms = node.now_ms()
         try:
-            held, room, player_id = self.checked(session)
+            held, room, player_id = self.checked(session, now_ms)
         except ProtocolError:
             return False  # the task answers with the error
         game = held.games.get(player_id) if held.race == room.race else None
@@ -238,7 +244,7 @@ class MovePath:
             self._timings.observe(time.perf_counter() - started)
             return True
         starts = room.starts_ms or 0
-        at = node.now_ms() - starts
+        at = now_ms - starts
         if not backend.in_process:
             pending = backend.append_move_soon(room.code, room.race, player_id, rev, notation, at)
             session.inflight = pending
@@ -256,10 +262,7 @@ class MovePath:
         except Exception as error:
             self._not_logged(session, request_id, held, room, player_id, error)
         else:
-            self._report(
-                _Taken(session, request_id, notation, change, game, held, room, player_id),
-                at + starts,
-            )
+            self._report(session, request_id, notation, change, game, held, room, player_id, now_ms)
         self._timings.observe(time.perf_counter() - started)
         return True
 
@@ -276,20 +279,34 @@ class MovePath:
             else pending.exception()
         )
         if error is None:
-            self._report(taken, now_ms)
+            self._report(*taken, now_ms)
         else:
             self._not_logged(
                 session, taken.request_id, taken.held, taken.room, taken.player_id, error
             )
         self._timings.observe(time.perf_counter() - started)
 
-    def _report(self, taken: _Taken, now_ms: int) -> None:
-        """The effects of a move taken from the socket once it is logged."""
+    def _report(
+        self,
+        session: Session,
+        request_id: int,
+        notation: str,
+        change: Change,
+        game: Game,
+        held: LocalRoom,
+        room: Room,
+        player_id: str,
+        now_ms: int,
+    ) -> None:
+        """The effects of a move taken from the socket once it is logged (the fields of a
+        :class:`_Taken`, and when)."""
         try:
-            if self.logged(*taken, now_ms):
-                self.flush_now(taken.held)
+            if self.logged(
+                session, request_id, notation, change, game, held, room, player_id, now_ms
+            ):
+                self.flush_now(held)
         except Exception:  # the move is logged and acked: the room hears of it later
-            log.exception("report_failed", conn=taken.session.conn_id, room=taken.room.code)
+            log.exception("report_failed", conn=session.conn_id, room=room.code)
 
     def _not_logged(
         self,
@@ -457,7 +474,7 @@ class MovePath:
         next tick of ``REPORT_TICK_S``, with the other rooms due by then.
         """
         now = now_ms
-        status = game.status.value
+        status = STATUS_TEXT[game.status]
         waiting = held.pending
         previous = waiting.get(player_id)
         banked = game.banked
