@@ -8,7 +8,6 @@ for a client.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
@@ -43,12 +42,22 @@ STATUS_TEXT: dict[Status, str] = {status: status.value for status in Status}
 """Each status's text (a look-up here is a tenth of an enum's ``.value``; one a move)."""
 
 
-@dataclass(frozen=True, slots=True)
 class Change:
-    """What an accepted move changed: the move as applied and the piles it touched."""
+    """What an accepted move changed: the move as applied and the piles it touched.
 
-    move: Move
-    touched: tuple[str, ...]
+    One is made per move: a plain class, not a frozen dataclass, whose ``__init__`` sets
+    each field through ``object.__setattr__`` (compiled, this is a native class). Read
+    it, never change it.
+    """
+
+    __slots__ = ("move", "touched")
+
+    def __init__(self, move: Move, touched: tuple[str, ...]) -> None:
+        self.move = move
+        self.touched = touched
+
+    def __repr__(self) -> str:
+        return f"Change(move={self.move!r}, touched={self.touched!r})"
 
 
 # One history record per applied move, enough to revert it exactly:
