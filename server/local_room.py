@@ -137,7 +137,11 @@ class LocalRoom:
         """When the player's game first had ``banked`` cards banked (ms), ``now_ms`` if it
         has just got there: a count lost and regained (a card played back from a
         foundation, an undo) ranks from the first time."""
-        reached = self.reached.setdefault(player_id, [])
+        reached = self.reached.get(player_id)
+        if reached is not None and banked < len(reached):
+            return reached[banked]  # most moves: a count reached before
+        if reached is None:
+            reached = self.reached[player_id] = []
         while len(reached) <= banked:
             reached.append(now_ms)
         return reached[banked]

@@ -118,8 +118,13 @@ class MovePath:
         """The room, its record and the player, if the session may move now (``now_ms``:
         the node's clock, read here if not given); else raise."""
         node = self.node
-        player_id = node.identified(session)
-        code = node.in_room(session)
+        # As node.identified and node.in_room say, without two calls on every move.
+        player_id = session.player_id
+        if player_id is None:
+            player_id = node.identified(session)  # raises
+        code = session.room
+        if code is None:
+            code = node.in_room(session)  # raises
         held = node.held.get(code)
         room = held.record if held is not None else None
         if held is None or room is None or room.state is not RoomState.RACING:
