@@ -3,7 +3,7 @@
 pyproject.toml holds the project's metadata; this file only adds the compiled modules.
 mypyc turns the typed Python of ``COMPILED`` into C extensions that run the same code
 about four times as fast (docs/benchmarks.md, "Solver"); a move's check, its effect and the
-view of the piles it touched take about 1.7 us compiled against 4 us as plain Python, on
+view of the piles it touched take about 1.2 us compiled against 4 us as plain Python, on
 every move a server takes (docs/benchmarks.md, "Server"). Where mypyc or a C compiler is
 missing, or ``SOLRACE_PURE=1`` is set, the package is built without them and runs the
 same modules as plain Python: a build never fails for want of them.
