@@ -265,6 +265,13 @@ async def _race_through_a_restart(
     assert board["you"]["moves"] == len(daily.acked)
 
 
+class Turning(random.Random):
+    """Choices that always turn the stock (``Player.choose`` turns it below 0.7)."""
+
+    def random(self) -> float:
+        return 0.0
+
+
 def alive_ms(data_dir: Path) -> int | None:
     """The node's last note that it ran, as its SQLite file holds it."""
     db = sqlite3.connect(f"file:{data_dir / 'solrace.sqlite3'}?mode=ro", uri=True)
@@ -286,6 +293,7 @@ async def test_moves_acked_after_the_last_note_that_the_node_ran_keep_the_clock_
         players = await seated(node, "c", 2, 9, clients)
         code = await race(players, spectators="live")  # a public replay
         mover = players[0]
+        mover.rng = Turning()  # draws and redeals only: the game never ends meanwhile
         noted = await asyncio.to_thread(alive_ms, node.data_dir)
         async with asyncio.timeout(4 * TIMEOUT):
             while await asyncio.to_thread(alive_ms, node.data_dir) == noted:
