@@ -267,7 +267,13 @@ class MovePath:
         except Exception as error:
             self._not_logged(session, request_id, held, room, player_id, error)
         else:
-            self._report(session, request_id, notation, change, game, held, room, player_id, now_ms)
+            try:  # as _report does, without a _Taken made for it
+                if self.logged(
+                    session, request_id, notation, change, game, held, room, player_id, now_ms
+                ):
+                    self.flush_now(held)
+            except Exception:  # the move is logged and acked: the room hears of it later
+                log.exception("report_failed", conn=session.conn_id, room=room.code)
         self._timings.observe(time.perf_counter() - started)
         return True
 
@@ -284,34 +290,20 @@ class MovePath:
             else pending.exception()
         )
         if error is None:
-            self._report(*taken, now_ms)
+            self._report(taken, now_ms)
         else:
             self._not_logged(
                 session, taken.request_id, taken.held, taken.room, taken.player_id, error
             )
         self._timings.observe(time.perf_counter() - started)
 
-    def _report(
-        self,
-        session: Session,
-        request_id: int,
-        notation: str,
-        change: Change,
-        game: Game,
-        held: LocalRoom,
-        room: Room,
-        player_id: str,
-        now_ms: int,
-    ) -> None:
-        """The effects of a move taken from the socket once it is logged (the fields of a
-        :class:`_Taken`, and when)."""
+    def _report(self, taken: _Taken, now_ms: int) -> None:
+        """The effects of a move taken from the socket once it is logged."""
         try:
-            if self.logged(
-                session, request_id, notation, change, game, held, room, player_id, now_ms
-            ):
-                self.flush_now(held)
+            if self.logged(*taken, now_ms):
+                self.flush_now(taken.held)
         except Exception:  # the move is logged and acked: the room hears of it later
-            log.exception("report_failed", conn=session.conn_id, room=room.code)
+            log.exception("report_failed", conn=taken.session.conn_id, room=taken.room.code)
 
     def _not_logged(
         self,
