@@ -297,6 +297,9 @@ class SolraceServer:
             # background while the loop below drains, and no longer handles, those frames.
             nonlocal closing
             closing = True
+            if code == CloseCode.POLICY_VIOLATION:  # a flood: its frames are not waited for
+                ws.drop(code, reason)
+                return
             self.node.spawn(ws.close(code, reason))
 
         address = self._client_address(ws)

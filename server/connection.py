@@ -54,6 +54,11 @@ PING_RATE = 2.0
 """Pings a second a client may go on sending. Each ping is a pong to write: a client
 past this is closed (1008) before its pings cost the node the others' moves."""
 OP_PING = 0x9
+OP_PONG = 0xA
+_PINGS_AND_PONGS = (OP_PING, OP_PONG)
+"""Control frames that count against ``PING_BURST`` and ``PING_RATE``: a pong unasked
+for costs the node a parse as a ping does (a client answers the keepalive's ping about
+once every 20 s)."""
 
 OP_TEXT = 0x81  # FIN and the opcode: a whole text message in one frame
 OP_BINARY = 0x82  # FIN and the opcode: a whole binary message in one frame
@@ -293,9 +298,9 @@ class Connection(ServerConnection):
     as usual (a message is offered only while none waits in the queue, so that messages
     are still handled in the order they came). Every other frame (control frames, text,
     fragments, anything invalid) goes whole to websockets, whose parser thus always waits
-    between two frames. A frame larger than one read, unmasked, or with a 64-bit length
-    hands the rest of the stream to websockets for good, as does a connection that stops
-    being open.
+    between two frames. A frame larger than one read, past ``max_size`` or unmasked hands
+    the rest of the stream to websockets for good (it refuses the last two), as does a
+    connection that stops being open.
 
     Writing: :meth:`push` queues a whole frame without waiting and ``cork`` sends it at
     the end of the loop pass. Every write to the socket goes through :meth:`send_data`,
@@ -310,8 +315,9 @@ class Connection(ServerConnection):
     lower), the connection reads nothing from it either; with ``write_limit`` at
     ``max_buffer``, a client that never reads reaches the cap rather than stalling below
     it, and the keepalive's pings are never held back by a buffer below the cap. A
-    client's pings, each a pong to write, are limited to ``PING_BURST`` at once and
-    ``PING_RATE`` a second; past that the connection is closed with 1008 and dropped.
+    client's pings, each a pong to write, and its pongs, each a parse, are limited to
+    ``PING_BURST`` at once and ``PING_RATE`` a second (together); past that the
+    connection is closed with 1008 and dropped.
     """
 
     # Settings, set on the class by configured() (or on an instance before it reads).
@@ -478,7 +484,8 @@ class Connection(ServerConnection):
         self.transport.abort()  # the client is gone: its socket would hold the close
 
     def _ping_allowed(self) -> bool:
-        """Take a ping from the connection's allowance; past it, drop the connection."""
+        """Take a ping (or a pong) from the connection's allowance; past it, drop the
+        connection."""
         now = self.loop.time()
         pings = min(PING_BURST, self._pings + (now - self._pinged_at) * PING_RATE)
         self._pinged_at = now
@@ -487,13 +494,22 @@ class Connection(ServerConnection):
             return True
         self._pings = pings
         log.info("too_many_pings", conn=self.id.hex)
+        self.drop(CloseCode.POLICY_VIOLATION, "too many pings")
+        return False
+
+    def drop(self, code: int, reason: str) -> None:
+        """Send a close frame and drop the connection at once, reading nothing more.
+
+        For a client that floods: its frames come faster than it reads, so the closing
+        handshake would wait behind them (websockets' ``close_timeout``), each read and
+        parsed meanwhile at the cost of every other connection of the node.
+        """
         if self.protocol.state is State.OPEN:
-            self.protocol.fail(CloseCode.POLICY_VIOLATION, "too many pings")
+            self.protocol.fail(code, reason)
             with contextlib.suppress(Exception):
                 self.send_data()
-        # Its pings come faster than it reads: the close would wait behind them.
+        self._reads = _PASSED
         self.transport.abort()
-        return False
 
     def _close_too_slow(self) -> None:
         """Too many bytes wait to be sent: close with 1013 (the client resumes)."""
@@ -716,7 +732,13 @@ class Connection(ServerConnection):
                     return
                 length = (buf[head] << 8) | buf[head + 1]
                 head += 2
-            if length == 127 or not second & 0x80 or (limit is not None and length > limit):
+            elif length == 127:  # a length in 64 bits (a small one too: read it here)
+                if end - pos < 10:
+                    self._unread = buf[pos:]
+                    return
+                length = int.from_bytes(buf[head : head + 8], "big")
+                head += 8
+            if not second & 0x80 or (limit is not None and length > limit):
                 break  # a huge or unmasked frame: websockets refuses it
             stop = head + 4 + length
             if stop > end:
@@ -726,7 +748,7 @@ class Connection(ServerConnection):
                 return
             if first == OP_BINARY and not self._partial:
                 self._message(apply_mask(buf[head + 4 : stop], buf[head : head + 4]))
-            elif first & 0x0F == OP_PING and not self._ping_allowed():
+            elif first & 0x0F in _PINGS_AND_PONGS and not self._ping_allowed():
                 self._unread = b""
                 return
             else:

@@ -97,8 +97,13 @@ class Peer:
     @classmethod
     async def open(cls, port: int, rcvbuf: int | None = None) -> Peer:
         """Connect and do the opening handshake."""
+        return await cls.open_with(port, rcvbuf=rcvbuf)
+
+    @classmethod
+    async def open_with(cls, port: int, *extra: str, rcvbuf: int | None = None) -> Peer:
+        """Connect and do the opening handshake, with ``extra`` header lines."""
         peer = await cls.connect(port, rcvbuf)
-        request = upgrade_request(port)
+        request = upgrade_request(port, *extra)
         await peer.write(request, [len(request)])
         await peer.upgraded()
         return peer

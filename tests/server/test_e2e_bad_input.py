@@ -18,6 +18,7 @@ from typing import Any
 import msgpack
 import pytest
 from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
+from connection_support import Peer, client_frame
 from e2e_support import (
     RawClient,
     apply_text,
@@ -32,6 +33,7 @@ from e2e_support import (
     steady_move,
 )
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Opcode
 
 from solrace.client import Client, ServerError
 from solrace.engine import Game, IllegalMove, parse_move, spectator_view
@@ -518,6 +520,38 @@ async def test_a_flood_of_unreadable_frames_is_rate_limited_too(
     assert snapshot["you"]["rev"] == 0
     await table.alice_waits_out_her_rate(strict.config.limits.messages_per_second)
     await table.alice_plays()
+
+
+async def test_a_connection_closed_for_its_rate_is_dropped_at_once_not_read_on(
+    strict: RunningServer,
+) -> None:
+    """Its close frame sent, a flooding connection is dropped: the node does not wait for
+    the client's close frame behind its flood (websockets' close timeout, 10 s), reading
+    and parsing every frame of it meanwhile at the others' cost."""
+    port = strict.server.port
+    peer = await Peer.open_with(port, f"Sec-WebSocket-Protocol: {MSGPACK_SUBPROTOCOL}")
+    ping = client_frame(Opcode.BINARY, msgpack.packb({"type": "ping", "id": 1}))
+    async with asyncio.timeout(TIMEOUT):
+        received = b""
+        closed_at = None
+
+        async def read() -> None:
+            nonlocal received, closed_at
+            while chunk := await peer.reader.read(65536):
+                received += chunk
+                if closed_at is None and b"rate limit exceeded" in received:
+                    closed_at = time.monotonic()
+
+        reading = asyncio.ensure_future(read())
+        with contextlib.suppress(ConnectionError):
+            while not reading.done():  # a flood that never reads the close, nor answers it
+                peer.writer.write(ping * 50)
+                await peer.writer.drain()
+                await asyncio.sleep(0.001)
+        with contextlib.suppress(ConnectionError):
+            await reading
+    assert closed_at is not None, received[-200:]
+    assert time.monotonic() - closed_at < 2.0  # dropped, not closed after the timeout
 
 
 async def test_a_request_too_long_to_read_is_refused_by_the_client_library_at_once(

@@ -154,6 +154,41 @@ async def test_pings_past_their_allowance_close_the_connection_with_1008() -> No
         assert connections[0].protocol.close_sent is not None
 
 
+def long_form_frame(opcode: Opcode, data: bytes) -> bytes:
+    """A client's frame whose length is written in the 64-bit form, small as it is."""
+    mask = b"\x01\x02\x03\x04"
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+    return bytes((0x80 | opcode, 0x80 | 127)) + len(data).to_bytes(8, "big") + mask + masked
+
+
+async def closed_for_pings(peer: Peer, frame: bytes, count: int) -> bytes:
+    """Send ``count`` copies of ``frame`` at once; what the server sent until it closed."""
+    peer.writer.write(frame * count)
+    with contextlib.suppress(ConnectionError):
+        await peer.writer.drain()
+    return await peer.reader.read()  # up to the end: the server dropped the connection
+
+
+@pytest.mark.parametrize("before", ["nothing", "a frame with a 64-bit length"])
+@pytest.mark.parametrize("opcode", [Opcode.PING, Opcode.PONG])
+async def test_pings_and_pongs_unasked_for_share_one_allowance(opcode: Opcode, before: str) -> None:
+    """A pong costs a parse as a ping does: unasked for, pongs past the allowance close
+    the connection with 1008 too, and so do either after a frame whose length is written
+    in 64 bits (that frame once handed the connection to websockets' parser for good, and
+    nothing counted the pings after it)."""
+    connection = Connection.configured(max_size=1 << 16, max_buffer=1 << 20, cork=Cork())
+    async with idle_server(connection) as (port, connections), asyncio.timeout(TIMEOUT):
+        peer = await Peer.open(port)
+        if before != "nothing":
+            peer.writer.write(long_form_frame(Opcode.BINARY, b"\x80"))  # msgpack's {}
+        sent = await closed_for_pings(
+            peer, client_frame(opcode, b"x"), 4 * int(connection_module.PING_BURST)
+        )
+        assert b"\x88" in sent, sent[-40:]  # a close frame came
+        assert (1008).to_bytes(2, "big") + b"too many pings" in sent
+        await connections[0].wait_closed()
+
+
 async def test_a_client_that_does_not_read_its_1013_is_dropped_after_the_close_timeout() -> None:
     cap = 64 * 1024
     connection = Connection.configured(max_size=1 << 16, max_buffer=cap, cork=Cork())
