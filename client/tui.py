@@ -37,6 +37,7 @@ from .terminal import (
     MAY_LEAVE,
     NOT_SENT_OFFLINE,
     OFFLINE_TAG,
+    RESIGN_ASK,
     SPECTATORS_HELP,
     STUCK_OVER,
     _standing_order,
@@ -418,6 +419,7 @@ class RaceApp(App[int]):
         """Whether the daily attempt is ranked, once the day's board says."""
         self._ui_ready = False
         self._quit_asked = False
+        self._confirming = False  # q asked whether to resign the game that goes on
 
     # -- layout --------------------------------------------------------------------------
 
@@ -723,7 +725,10 @@ class RaceApp(App[int]):
         elif kind == "race_over":
             self._race_over(event)
         elif kind == "room":
-            self._take_room(event["room"])
+            # The snapshot of a room left since (a kept guest put back in its old lobby,
+            # which play left for a new room) is not this one's.
+            if self.code is None or event["room"]["code"] == self.code:
+                self._take_room(event["room"])
         elif kind == "resumed":
             self.offline = False
             if event.get("restarted"):
@@ -1101,8 +1106,8 @@ class RaceApp(App[int]):
             # Asked again while a request still waits (the server may be gone): leave now.
             self.run_worker(self._finish(0, *self._kept()), exit_on_error=False)
             return
-        self._quit_asked = True
-        self._commands.put_nowait("q")
+        # The first press asks, as q does, where quitting resigns; the second is the yes.
+        self._commands.put_nowait("y" if self._confirming else "q")
 
     def _help(self) -> str:
         if self.mode == "daily":
@@ -1145,10 +1150,25 @@ class RaceApp(App[int]):
     async def command(self, line: str) -> bool:
         """Carry out one line typed at the prompt; False when the user quits."""
         text = line.strip()
+        if self._confirming:  # as the line client: only a yes quits, and resigns
+            self._confirming = False
+            answer = text.lower()
+            if answer in ("y", "yes"):
+                self._quit_asked = True
+                return False
+            if answer in ("", "n", "no"):
+                if self.game_goes_on():
+                    self.say("Not resigned: your game goes on.")
+                return True
+            # Any other line is no yes: it is carried out as typed.
         words = text.split()
         if not words:
             return True
         if text in ("q", "quit", "exit"):
+            if self.game_goes_on():
+                self._confirming = True
+                self.say(RESIGN_ASK[:1].upper() + RESIGN_ASK[1:], "bold")
+                return True
             self._quit_asked = True
             return False
         if text in ("?", "moves"):

@@ -119,6 +119,14 @@ async def paste_moves(pilot: Pilot[int], moves: list[str]) -> None:
         await until(pilot, lambda n=played: (app.client.view or {}).get("moves", 0) >= n, move)
 
 
+async def quit_resigning(pilot: Pilot[int]) -> None:
+    """q while this player's game goes on: the app asks first, as the line client does,
+    and y resigns and quits."""
+    await type_line(pilot, "q")
+    await shows(pilot, "log", r"resign this race\? y/N")
+    await type_line(pilot, "y")
+
+
 async def exits(pilot: Pilot[int]) -> int:
     """Wait until the app has ended by itself; its return code."""
     app = pilot.app
@@ -212,7 +220,9 @@ async def test_legal_moves_on_request_and_by_number(server: RunningServer) -> No
         assert not moves.has_class("shown")
         await type_line(pilot, "t9-t1")
         await shows(pilot, "log", r"Refused: This game has no pile t9\. \[illegal_move\]")
-        await pilot.press("ctrl+q")
+        await pilot.press("ctrl+q")  # asks first, as q does: the game goes on
+        await shows(pilot, "log", r"resign this race\? y/N")
+        await pilot.press("ctrl+q")  # the second is the yes
         assert await exits(pilot) == 0
     # Quitting a game that goes on resigns it (and leaves the room: the race's results
     # may come meanwhile, and are kept).
@@ -241,7 +251,7 @@ async def test_the_whole_board_shows_in_a_terminal_of_80_by_24(server: RunningSe
         await pilot.pause()
         assert not app.has_class("compact")
         await shows(pilot, "#board", r"^Tableau$")
-        await type_line(pilot, "q")
+        await quit_resigning(pilot)
         assert await exits(pilot) == 0
 
 
@@ -463,7 +473,7 @@ async def test_the_daily_help_matches_the_daily(start_server: ServerFactory) -> 
         await shows(pilot, "log", r"The daily deal has no rematch: one ranked attempt a day\.")
         await type_line(pilot, "help")
         assert log(app).count(DAILY_HELP[:60]) == 2
-        await type_line(pilot, "q")  # quitting the attempt resigns it
+        await quit_resigning(pilot)  # quitting the attempt resigns it
         assert await exits(pilot) == 0
     kept = "\n".join(app.farewell)
     assert "You resigned." in kept
@@ -619,7 +629,7 @@ async def test_the_top_of_a_long_pile_shows_at_80_by_24(
         await pilot.pause()
         await pilot.pause()
         assert boards.max_scroll_y == 0, "the board needs scrolling"
-        await type_line(pilot, "q")
+        await quit_resigning(pilot)
         assert await exits(pilot) == 0
 
 
@@ -800,6 +810,57 @@ async def test_the_clock_waits_for_the_server_in_an_outage(
         await shows(pilot, "log", r"Connection restored\.")
         await shows(pilot, "#clock", r"^Time left 0:[0-3]\d \(first to finish\)$")
         await shows(pilot, "#standings", r"rival .* won 1st")
-        await type_line(pilot, "q")
+        await quit_resigning(pilot)
         assert await exits(pilot) == 0
     await relay.cut()
+
+
+async def test_a_guest_back_in_its_old_lobby_shows_the_room_it_makes_instead(
+    server: RunningServer, make_client: ClientFactory
+) -> None:
+    """A kept guest that comes back within the resume grace is put back in its old room
+    (a lobby here); ``play`` leaves it for a new room. The old room's snapshot, sent on the
+    way back, arrives among the events after that: the header and the link name the new
+    room, where the friends who follow the link find the player."""
+    before = await make_client("quinn")
+    old = (await before.create_room("canfield"))["code"]
+    token = before.token
+    app = RaceApp(
+        server.url, name="quinn", token=token, settings={"countdown": 0}, request_timeout=TIMEOUT
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        code = (await shows(pilot, "#title", r"room (\w{8})  canfield  you are quinn"))[1]
+        assert app.client.room is not None
+        new = app.client.room["code"]
+        assert new != old
+        rival = await make_client("rival")
+        await rival.join(new)  # the events after the welcome's have all been taken
+        await shows(pilot, "#room", r"^  rival$")
+        assert code == new and f"room {new}" in pane(app, "#title"), pane(app, "#title")
+        assert f"/r/{new}" in pane(app, "#title")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
+
+
+async def test_q_asks_before_it_resigns_a_game_that_goes_on(server: RunningServer) -> None:
+    """As the line client: q in a running race asks whether to resign; anything but yes
+    keeps the game (a stray q no longer forfeits it), and a line other than yes or no is
+    carried out as typed."""
+    app = RaceApp(server.url, name="asked", settings={"countdown": 0}, request_timeout=TIMEOUT)
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#title", r"room \w{8}")
+        await type_line(pilot, "start")
+        await until(pilot, lambda: app.client.view is not None, "the deal")
+        await type_line(pilot, "q")
+        await shows(
+            pilot, "log", r"Quitting gives up your game, which goes on: resign this race\? y/N"
+        )
+        await type_line(pilot, "n")
+        await shows(pilot, "log", r"Not resigned: your game goes on\.")
+        await type_line(pilot, "q")
+        await type_line(pilot, "d")  # no answer: a move, played
+        await shows(pilot, "#board", r"moves 1 ")
+        assert app.client.view is not None and app.client.view["status"] == "playing"
+        await quit_resigning(pilot)
+        assert await exits(pilot) == 0
+    assert app.farewell[0] == "You resigned.", app.farewell
