@@ -222,6 +222,7 @@ def build_app(args: argparse.Namespace) -> RaceApp:
         settings=_settings(args),
         color=color,
         keep_guest=True,
+        asked_name=args.name,
     )
 
 
@@ -258,6 +259,7 @@ def _play(args: argparse.Namespace) -> int:
             settings=_settings(args),
             color=color,
             keep_guest=True,
+            asked_name=args.name,
         )
     )
 

@@ -306,6 +306,17 @@ def shared_guest_note(client: Client) -> str | None:
     )
 
 
+def login_name_note(client: Client, asked: str | None) -> str | None:
+    """What a run is told whose ``--name`` (``asked``) gave way to the account logged in
+    on the server (None where it did not, or no name was asked for)."""
+    if asked is None or client.account is None or client.name == asked:
+        return None
+    return (
+        f"you play as {client.name}, the account logged in on this server: --name names a "
+        "guest ('solrace logout' to play as one)"
+    )
+
+
 async def leave_quietly(client: Client) -> None:
     """Leave the room on quitting, so that the room (and the account, which may not be
     deleted while in one) is not left holding a player who is gone for good; a client
@@ -1025,6 +1036,7 @@ async def play(
     color: bool = False,
     resume_timeout: float = RESUME_TIMEOUT_S,
     keep_guest: bool = False,
+    asked_name: str | None = None,
 ) -> int:
     """Create (or join) a room and play in the terminal until the user quits (or the
     server is gone ``resume_timeout`` seconds). A player who comes back (``keep_guest``:
@@ -1045,9 +1057,9 @@ async def play(
         _stale_login(console, error, token)
         await client.close()
         return 1
-    note = shared_guest_note(client)
-    if note:
-        console.write(note)
+    for note in (shared_guest_note(client), login_name_note(client, asked_name)):
+        if note:
+            console.write(note)
     console.write(f"room {room['code']} ({room['settings']['variant']}); you are {client.name}")
     console.write(f"send friends the room's link: {room_link(url, room['code'])}")
     session = _Session(client, console, color)

@@ -48,6 +48,7 @@ from .terminal import (
     enter_room,
     gone_words,
     leave_quietly,
+    login_name_note,
     new_account_note,
     ordinal,
     refusal,
@@ -372,6 +373,7 @@ class RaceApp(App[int]):
         resume_timeout: float = RESUME_TIMEOUT_S,
         request_timeout: float = 30.0,
         keep_guest: bool = False,
+        asked_name: str | None = None,
     ) -> None:
         super().__init__()
         self.url = url
@@ -381,6 +383,7 @@ class RaceApp(App[int]):
         self.create_settings = dict(settings or {})
         self.color = color
         self.token = token
+        self.asked_name = asked_name  # the --name given, if any
         self.client = Client(
             url,
             name=name,
@@ -507,9 +510,9 @@ class RaceApp(App[int]):
         except (ServerError, OSError, WebSocketException, TimeoutError, ClientClosed) as error:
             await self._finish(1, *self._could_not(error))
             return
-        note = shared_guest_note(self.client)
-        if note:
-            self.say(_sentence(note), "bold")
+        for note in (shared_guest_note(self.client), login_name_note(self.client, self.asked_name)):
+            if note:
+                self.say(_sentence(note), "bold")
         self._take_room(room)
         if back and self.state in ("racing", "finished"):
             self._come_back(room)

@@ -76,6 +76,12 @@ async def test_login_keeps_a_token_that_play_daily_and_logout_use(
     )
     assert code == 1 and "wrong_password" in said, said
 
+    # play goes as the account too, and says so when --name asked for another name.
+    code, said = await solrace(home, "play", url, "--plain", "--name", "Dana", stdin="q\n")
+    assert code == 0, said
+    assert "you play as Erin, the account logged in on this server" in said, said
+    assert "you are Erin" in said, said
+
     # The daily deal is played as the account, whatever --name says; quitting resigns it.
     code, said = await solrace(
         home, "daily", "rainbow-canfield", url, "--name", "someone else", stdin="q\n"

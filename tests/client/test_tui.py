@@ -864,3 +864,22 @@ async def test_q_asks_before_it_resigns_a_game_that_goes_on(server: RunningServe
         await quit_resigning(pilot)
         assert await exits(pilot) == 0
     assert app.farewell[0] == "You resigned.", app.farewell
+
+
+async def test_a_name_asked_for_under_a_login_says_who_plays(server: RunningServer) -> None:
+    """With a login kept, play goes as the account whatever --name says, and says so."""
+    async with account(server.url, "erin") as erin:
+        token = erin.token
+    app = RaceApp(
+        server.url,
+        name="Dana",
+        token=token,
+        asked_name="Dana",
+        settings={"countdown": 0},
+        request_timeout=TIMEOUT,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(pilot, "#title", r"room \w{8}  canfield  you are erin")
+        await shows(pilot, "log", r"You play as erin, the account logged in on this server")
+        await type_line(pilot, "q")
+        assert await exits(pilot) == 0
