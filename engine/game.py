@@ -59,6 +59,9 @@ class Change:
     def __repr__(self) -> str:
         return f"Change(move={self.move!r}, touched={self.touched!r})"
 
+    def __reduce__(self) -> tuple[object, ...]:  # compiled, a class pickles only so
+        return (Change, (self.move, self.touched))
+
 
 # One history record per applied move, enough to revert it exactly:
 #   (_MOVED, src, src_index, dst, dst_index, count, reserve_fills, fan_before)
@@ -132,25 +135,51 @@ class Game:
     def __deepcopy__(self, memo: dict[int, object]) -> Game:
         """An independent copy of the game: its position, history and log.
 
-        Written out because the compiled class (setup.py) has no default way to be copied;
-        the plain class copies the same way. A variant's caches start empty in the copy.
+        Written out because the compiled class (setup.py) has no default way to be copied
+        or pickled; the plain class does the same. A variant's caches start empty in the
+        copy.
         """
-        new = type(self)(self.seed, undo_allowed=self.undo_allowed)
-        new.tableau = [list(pile) for pile in self.tableau]
-        new.foundations = [list(pile) for pile in self.foundations]
-        new.reserve = list(self.reserve)
-        new.stock = list(self.stock)
-        new.waste = list(self.waste)
-        new.fan = self.fan
-        new.base_rank = self.base_rank
-        new.moves = self.moves
-        new.log = list(self.log)  # moves and records are immutable
-        new._history = list(self._history)
-        new._ended = self._ended
-        new._stuck_at = self._stuck_at
-        new._stuck = self._stuck
-        new.layout_rev = self.layout_rev
-        return new
+        return restored(type(self), self.seed, self.undo_allowed, self._state())
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (restored, (type(self), self.seed, self.undo_allowed, self._state()))
+
+    def _state(self) -> tuple[object, ...]:
+        """What a copy takes over (the lists copied: none is shared)."""
+        return (
+            [list(pile) for pile in self.tableau],
+            [list(pile) for pile in self.foundations],
+            list(self.reserve),
+            list(self.stock),
+            list(self.waste),
+            self.fan,
+            self.base_rank,
+            self.moves,
+            list(self.log),  # moves and records are immutable
+            list(self._history),
+            self._ended,
+            self._stuck_at,
+            self._stuck,
+            self.layout_rev,
+        )
+
+    def _take_state(self, state: tuple[object, ...]) -> None:
+        (
+            self.tableau,
+            self.foundations,
+            self.reserve,
+            self.stock,
+            self.waste,
+            self.fan,
+            self.base_rank,
+            self.moves,
+            self.log,
+            self._history,
+            self._ended,
+            self._stuck_at,
+            self._stuck,
+            self.layout_rev,
+        ) = state  # type: ignore[assignment]
 
     # -- reading the position --------------------------------------------------------------
 
@@ -519,3 +548,11 @@ class Game:
         if fills:
             touched += ("r", *(f"t{i + 1}" for i in fills))
         return Change(UNDO, touched)
+
+
+def restored(cls: type[Game], seed: int, undo_allowed: bool, state: tuple[object, ...]) -> Game:
+    """A game of ``cls`` dealt from ``seed``, then put in ``state`` (``Game._state``): how a
+    game is copied and unpickled."""
+    game = cls(seed, undo_allowed=undo_allowed)
+    game._take_state(state)
+    return game

@@ -70,6 +70,11 @@ class Move:
     dst_index: int | None = 0
     count: int = 1
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Compiled (setup.py), a frozen dataclass's own unpickling cannot set its fields:
+        # a solver's winning line crosses from its worker process as these.
+        return (Move, (self.kind, self.src, self.src_index, self.dst, self.dst_index, self.count))
+
     @classmethod
     def transfer(
         cls, src: PileKind, src_index: int, dst: PileKind, dst_index: int | None, count: int = 1

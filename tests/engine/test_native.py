@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -11,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from solrace.engine import native
-from solrace.engine.solver import Verdict, solve_deal
+from solrace.engine import Move, native, new_game, parse_move
+from solrace.engine.solver import Verdict, solve_deal, solve_deals
 
 ENGINE = Path(native.__file__).resolve().parent
 
@@ -96,3 +98,27 @@ def test_an_extension_older_than_its_source_is_never_used(tmp_path: Path) -> Non
         assert f"{name} changed since they were compiled" in warned
         loaded, _ = where_it_loads(root, other)
         assert loaded == str(package / "engine" / f"{other.replace('.', '/')}.py"), loaded
+
+
+def test_the_engine_s_objects_cross_processes_compiled_or_not() -> None:
+    """A compiled class has no default way to be pickled or copied: a move, a change, a
+    game (its position, history and log) each come back equal, and a solver's winning
+    line comes back from a worker process as moves."""
+    game = new_game("canfield", 3)
+    change = None
+    for text in ("d", "d", "u", "d"):
+        change = game.apply(parse_move(text))
+    assert change is not None
+    move = parse_move("t1-f")
+    assert pickle.loads(pickle.dumps(move)) == move
+    back = pickle.loads(pickle.dumps(change))
+    assert (back.move, back.touched) == (change.move, change.touched)
+    for copied in (pickle.loads(pickle.dumps(game)), copy.deepcopy(game)):
+        assert type(copied) is type(game)
+        assert (copied.position(), copied.moves, copied.log) == (game.position(), 4, game.log)
+        assert copied.can_undo and copied.status is game.status
+        copied.apply(parse_move("u"))  # its own history: the original's stays
+        assert game.moves == 4 and copied.moves == 5
+    (outcome,) = solve_deals("canfield", [0], budget_s=None, max_nodes=3_000, workers=1)
+    assert outcome.verdict is Verdict.WINNABLE and outcome.moves
+    assert all(isinstance(m, Move) for m in outcome.moves)
