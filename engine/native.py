@@ -6,9 +6,10 @@ An editable install leaves the extensions beside the sources, where Python's imp
 prefers them: after a source is edited (or a checkout changes it) the old extension would
 run instead of the code on disk. :func:`install` compares the digests at import and, if
 any module's source has changed since its build, makes the import load every compiled
-module's source (with a warning saying how to rebuild); ``SOLRACE_PURE=1`` makes it load every source, as
-a build without compiled modules would. :func:`compiled` says what runs compiled, and
-:func:`source` gives a module run from its source, whose objects can be patched.
+module's source (with a warning saying how to rebuild); ``SOLRACE_PURE=1`` makes it load
+every source, as a build without compiled modules would. :func:`compiled` says what runs
+compiled, and :func:`source` gives a module run from its source, whose objects can be
+patched.
 """
 
 from __future__ import annotations

@@ -330,10 +330,8 @@ class SolraceServer:
         metrics = self.node.metrics
         metrics.connections.inc()
 
-        take_move = self.node.moves.take  # every move: one call, not two
-
         def take(frame: bytes) -> bool:
-            return not closing and take_move(session, frame)
+            return not closing and self.node.take_move(session, frame)
 
         ws.start_reading(take)
         try:

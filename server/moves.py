@@ -118,13 +118,8 @@ class MovePath:
         """The room, its record and the player, if the session may move now (``now_ms``:
         the node's clock, read here if not given); else raise."""
         node = self.node
-        # As node.identified and node.in_room say, without two calls on every move.
-        player_id = session.player_id
-        if player_id is None:
-            player_id = node.identified(session)  # raises
-        code = session.room
-        if code is None:
-            code = node.in_room(session)  # raises
+        player_id = node.identified(session)
+        code = node.in_room(session)
         held = node.held.get(code)
         room = held.record if held is not None else None
         if held is None or room is None or room.state is not RoomState.RACING:
@@ -267,13 +262,10 @@ class MovePath:
         except Exception as error:
             self._not_logged(session, request_id, held, room, player_id, error)
         else:
-            try:  # as _report does, without a _Taken made for it
-                if self.logged(
-                    session, request_id, notation, change, game, held, room, player_id, now_ms
-                ):
-                    self.flush_now(held)
-            except Exception:  # the move is logged and acked: the room hears of it later
-                log.exception("report_failed", conn=session.conn_id, room=room.code)
+            self._report(
+                _Taken(session, request_id, notation, change, game, held, room, player_id),
+                now_ms,
+            )
         self._timings.observe(time.perf_counter() - started)
         return True
 

@@ -432,9 +432,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         """The connection, inside this pass's transaction (opened on the first write)."""
         if self._failed is not None:
             raise BackendUnavailable(f"sqlite: {self._failed}")
-        db = self._db  # not the property: one call fewer on every move
-        if db is None:
-            raise RuntimeError("the embedded backend is not started")
+        db = self.db
         if not db.in_transaction:
             db.execute("BEGIN")
         if self._timer is None:
