@@ -42,7 +42,7 @@ from .daily import DayDeal, daily_seed, day_deal, utc_date
 if TYPE_CHECKING:
     from .node import Node
 
-__all__ = ["CERTIFIABLE", "DealPool", "certify", "playable_seed"]
+__all__ = ["CERTIFIABLE", "DealPending", "DealPool", "certify", "playable_seed"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -68,6 +68,17 @@ process at nice 0), where ``SCHED_IDLE`` gets none."""
 Certified = tuple[int, int, str]
 """A certified deal: its seed, its par, and the winning line (moves in the notation,
 separated by spaces), which the engine replayed to a win."""
+
+
+ANSWER_WAIT_S = 5.0
+"""The longest an HTTP request waits for the day's deal to be chosen (a fresh node's first
+of the day, on a busy machine, can take longer): its answer must come well within the
+handshake's timeout (websockets' ``open_timeout``, 10 s), past which the request would be
+dropped without a word. It is answered 503 instead, and the choice goes on."""
+
+
+class DealPending(Exception):
+    """The day's deal is still being chosen: ask again in a moment."""
 
 
 PLAYABLE_TRIES = 32
@@ -226,6 +237,8 @@ class DealPool:
         self._daily_locks: dict[tuple[str, str, bool], asyncio.Lock] = {}
         self._asking: set[str | None] = set()  # addresses waiting for a deal certified now
         self._days: asyncio.Task[None] | None = None
+        self._choosing: dict[tuple[str, str], asyncio.Task[DayDeal]] = {}
+        self.answer_wait_s = ANSWER_WAIT_S
 
     async def _run(self, func: Callable[..., T], *args: Any, now: bool = False) -> T:
         """``func(*args)`` in a worker process, awaited without blocking the loop: in the
@@ -282,6 +295,30 @@ class DealPool:
             if not lock.locked():
                 self._daily_locks.pop((date, variant, ahead), None)
         return day_deal(secret, date, variant, *kept)
+
+    async def daily_soon(self, date: str, variant: str) -> DayDeal:
+        """:meth:`daily`, waited for at most :attr:`answer_wait_s`; raise
+        :class:`DealPending` past it.
+        The choice goes on without the asker (the next one joins it), so that an answer
+        with a time limit never throws away solver work."""
+        key = (date, variant)
+        task = self._choosing.get(key)
+        if task is None:
+            task = self._choosing[key] = asyncio.ensure_future(self.daily(date, variant))
+
+            def done(task: asyncio.Task[DayDeal]) -> None:
+                if self._choosing.get(key) is task:
+                    del self._choosing[key]
+                if not task.cancelled() and task.exception() is not None:
+                    # Retrieved here, as no asker may be waiting any more: logged once.
+                    log.warning("daily_deal_choice_failed", error=repr(task.exception()))
+
+            task.add_done_callback(done)
+        try:
+            async with asyncio.timeout(self.answer_wait_s):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            raise DealPending from None
 
     def start(self) -> None:
         """Top up every certifiable game's pool now, if rooms deal winnable deals by
@@ -373,8 +410,15 @@ class DealPool:
 
     async def close(self) -> None:
         """Stop topping up and let the workers go."""
-        await cancel_until_done([*self._filling.values(), *([self._days] if self._days else [])])
+        await cancel_until_done(
+            [
+                *self._filling.values(),
+                *self._choosing.values(),
+                *([self._days] if self._days else []),
+            ]
+        )
         self._filling = {}
+        self._choosing = {}
         self._days = None
         await self._ahead.close()
         await self._now.close()

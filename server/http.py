@@ -35,6 +35,7 @@ from .backends import BackendUnavailable
 from .budgets import client_address
 from .config import ServerConfig
 from .daily import parse_date
+from .deal_pool import DealPending
 from .leaderboard import (
     best_board,
     daily_info,
@@ -426,7 +427,7 @@ class HttpEndpoints:
             if path == "/api/leaderboard":
                 data = await day_board(
                     node.backend,
-                    node.deals.daily,
+                    node.deals.daily_soon,
                     query.get("variant", ""),
                     query.get("date"),
                     now_ms=now,
@@ -438,7 +439,7 @@ class HttpEndpoints:
             elif path == "/api/daily":
                 data = await daily_info(
                     node.backend,
-                    node.deals.daily,
+                    node.deals.daily_soon,
                     query.get("variant", ""),
                     query.get("date"),
                     now_ms=now,
@@ -463,6 +464,8 @@ class HttpEndpoints:
             return _error(http.HTTPStatus.BAD_REQUEST, error.code.value, error.message)
         except BackendUnavailable:
             return _unavailable()
+        except DealPending:
+            return _deal_pending()
         return _json(http.HTTPStatus.OK, data)
 
     async def _history(self, request: Request, query: dict[str, str]) -> Response:
@@ -554,11 +557,13 @@ class HttpEndpoints:
             )
             if entry is None:
                 return _error(http.HTTPStatus.NOT_FOUND, "not_found", "no such ranked attempt")
-            deal = await node.deals.daily(date, variant)
+            deal = await node.deals.daily_soon(date, variant)
         except ProtocolError as error:
             return _error(http.HTTPStatus.BAD_REQUEST, error.code.value, error.message)
         except BackendUnavailable:
             return _unavailable()
+        except DealPending:
+            return _deal_pending()
         record = {
             "format": RACE_FORMAT,
             "room": f"daily/{date}/{variant}",
@@ -653,6 +658,23 @@ class HttpEndpoints:
 def _unavailable() -> Response:
     return _error(
         http.HTTPStatus.SERVICE_UNAVAILABLE, "unavailable", "storage is unavailable: try again"
+    )
+
+
+DEAL_RETRY_S = 2
+"""Seconds a request that found the day's deal still being chosen is told to wait."""
+
+
+def _deal_pending() -> Response:
+    """503 while the day's deal is still being chosen (a fresh node's first of the day)."""
+    return _json(
+        http.HTTPStatus.SERVICE_UNAVAILABLE,
+        {
+            "code": "deal_pending",
+            "message": "the day's deal is still being chosen: try again in a few seconds",
+            "retry_after": DEAL_RETRY_S,
+        },
+        [("Retry-After", str(DEAL_RETRY_S))],
     )
 
 

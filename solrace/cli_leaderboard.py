@@ -179,6 +179,11 @@ def _missing_store(args: argparse.Namespace) -> str | None:
     )
 
 
+PENDING_TRIES = 6
+"""Tries of a board whose day's deal the node is still choosing (answered 503
+``deal_pending`` with the seconds to wait), before saying so."""
+
+
 class _ShowFailed(Exception):
     """``leaderboard show`` cannot show the board: a sentence to print."""
 
@@ -186,23 +191,31 @@ class _ShowFailed(Exception):
 def _get_board(base: str, url: str, query: dict[str, str]) -> dict[str, Any]:
     """A board from the server's ``/api/leaderboard`` (raises _ShowFailed)."""
     address = f"{base}/api/leaderboard?{urllib.parse.urlencode(query)}"
-    try:
-        with urllib.request.urlopen(address, timeout=10) as response:
-            board: dict[str, Any] = json.loads(response.read())
-    except urllib.error.HTTPError as error:
+    for attempt in range(PENDING_TRIES):
         try:
-            said = json.loads(error.read())
-            sentence = f"{said.get('message', error.reason)} [{said.get('code', error.code)}]"
+            with urllib.request.urlopen(address, timeout=10) as response:
+                board: dict[str, Any] = json.loads(response.read())
+            return board
+        except urllib.error.HTTPError as error:
+            try:
+                said = json.loads(error.read())
+                code, message = said.get("code", error.code), said.get("message", error.reason)
+            except (ValueError, AttributeError):
+                raise _ShowFailed(
+                    f"the server answered HTTP {error.code}: {error.reason}"
+                ) from None
+            if code == "deal_pending" and attempt + 1 < PENDING_TRIES:
+                # A node's first request of the day waits for the day's deal to be chosen.
+                time.sleep(min(float(said.get("retry_after", 2)), 5.0))
+                continue
+            raise _ShowFailed(f"{message} [{code}]") from None
+        except (urllib.error.URLError, OSError) as error:
+            raise _ShowFailed(unreachable_http(url, error)) from None
         except ValueError:
-            sentence = f"the server answered HTTP {error.code}: {error.reason}"
-        raise _ShowFailed(sentence) from None
-    except (urllib.error.URLError, OSError) as error:
-        raise _ShowFailed(unreachable_http(url, error)) from None
-    except ValueError:
-        raise _ShowFailed(
-            f"the server at {url} did not answer with a board (is it a solrace server?)"
-        ) from None
-    return board
+            raise _ShowFailed(
+                f"the server at {url} did not answer with a board (is it a solrace server?)"
+            ) from None
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 ID_PREFIX = "id:"

@@ -91,7 +91,18 @@ async def http(server: RunningServer, path: str, token: str | None = None) -> An
         with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
             return json.loads(response.read())
 
-    return await asyncio.to_thread(get)
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + TIMEOUT
+    while True:
+        try:
+            return await asyncio.to_thread(get)
+        except urllib.error.HTTPError as error:
+            # A fresh node's first request of the day may come before the day's deal is
+            # chosen (a busy machine): answered 503 with the wait, as a client retries.
+            said = json.loads(error.read())
+            if said.get("code") != "deal_pending" or loop.time() > give_up:
+                raise
+            await asyncio.sleep(float(error.headers["Retry-After"]))
 
 
 async def http_answer(server: RunningServer, path: str) -> tuple[int, dict[str, str], Any]:

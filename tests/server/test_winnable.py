@@ -232,6 +232,34 @@ async def test_the_daily_deal_is_certified_winnable_and_its_par_comes_out_with_i
     assert await server.node.backend.daily_deal("2020-01-01", variant) is None
 
 
+async def test_a_request_waits_for_the_days_deal_a_bounded_time_and_is_told_to_retry(
+    start_server: ServerFactory,
+) -> None:
+    """A node's first request of the day may come while the day's deal is being chosen:
+    past a bounded wait it is answered 503 with when to ask again (held for longer, the
+    handshake's timeout would drop it without a word), and the choice goes on."""
+    import datetime as dt
+
+    from daily_support import Clock, http, http_answer
+
+    noon = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()
+    server = await start_server(clock=Clock(noon), daily_winnable=True, solver_budget_s=1.0)
+    server.node.deals.answer_wait_s = 0.0  # no wait at all: the choice takes a worker
+    status, headers, body = await http_answer(server, "/api/daily?variant=canfield")
+    assert status == 503 and body["code"] == "deal_pending"
+    assert int(headers["Retry-After"]) == body["retry_after"] > 0
+    status, _, body = await http_answer(server, "/api/leaderboard?variant=canfield")
+    assert status == 503 and body["code"] == "deal_pending"
+    server.node.deals.answer_wait_s = 5.0
+    published = await http(server, "/api/daily?variant=canfield")  # retried as told
+    kept = await server.node.backend.daily_deal("2026-11-30", "canfield")
+    assert kept is not None
+    assert (
+        published["commitment"]
+        == (await server.node.deals.daily("2026-11-30", "canfield")).commitment
+    )
+
+
 def _children(pid: int) -> set[int]:
     """The processes whose parent is ``pid``."""
     found = set()
