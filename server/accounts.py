@@ -290,6 +290,7 @@ class Accounts:
         record = await self._account(session)
         if session.room is not None or await node.backend.player_room(record.player_id):
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, "leave your room first")
+        await node.commands.check_not_racing_elsewhere(record.player_id)  # a daily attempt
         if not await self._checked(session, record, names.name_keys(record.name), req.password):
             raise ProtocolError(ErrorCode.WRONG_PASSWORD, "wrong password")
         if not await node.backend.delete_account(record.player_id, DELETED_NAME):

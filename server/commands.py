@@ -173,8 +173,17 @@ class RoomCommands:
         that is on, the account a player in it whose game is not over (finished or
         resigned, it is free to go on elsewhere)."""
         backend = self.node.backend
-        code = await backend.player_room(player_id)
-        room = None if code is None else await backend.load_room(code)
+        room = await self.racing_in(await backend.player_room(player_id), player_id)
+        if room is None:
+            # The pointer may miss a running daily attempt: a room made on another node as
+            # the attempt started overwrote it, and leaving that room cleared it. The
+            # attempt's own record, which only a daily start writes, names it still.
+            room = await self.racing_in(await backend.daily_room(player_id), player_id)
+        return room
+
+    async def racing_in(self, code: str | None, player_id: str) -> Room | None:
+        """Room ``code``, if its race is on and the account plays in it, its game not over."""
+        room = None if code is None else await self.node.backend.load_room(code)
         if (
             room is None
             or room.state not in (RoomState.COUNTDOWN, RoomState.RACING)

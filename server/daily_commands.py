@@ -104,7 +104,15 @@ class DailyCommands:
     async def _check_none_running(self, player_id: str) -> None:
         """Refuse a start while another connection of the account plays an attempt (a
         daily room's one player: its race is on while the player's game is)."""
-        room = await self.node.commands.racing_room(player_id)
+        commands = self.node.commands
+        room = await commands.racing_room(player_id)
+        if room is None or room.settings.daily is None:
+            # The room pointer may name another room: a room made on another connection
+            # (another node) as this attempt started overwrote it, and leaving that room
+            # cleared it. The attempt's own record names it still.
+            room = await commands.racing_in(
+                await self.node.backend.daily_room(player_id), player_id
+            )
         if room is not None and room.settings.daily is not None:
             raise ProtocolError(
                 ErrorCode.ALREADY_IN_ROOM,
@@ -144,6 +152,7 @@ class DailyCommands:
         code = created.room.code
         # Noted before the race starts: the day's seed waits for every attempt noted.
         await node.backend.add_daily_room(date, req.variant, code)
+        await node.backend.set_daily_room(player_id, code)  # before the start's hold goes
         deal = await node.deals.daily(date, req.variant)
         started = await node.backend.update_room(
             code, lambda r: rooms.start(r, player_id, now, deal.seed, deal.par)

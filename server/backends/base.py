@@ -258,6 +258,17 @@ class Backend(ABC):
         """The room a player is in, if any."""
 
     @abstractmethod
+    async def set_daily_room(self, player_id: str, code: str) -> None:
+        """Remember the room of the account's latest daily attempt. Only a daily start
+        writes it, under its hold (:meth:`claim_start`): unlike the room pointer, which a
+        room made on another connection overwrites (and leaving that room clears), it
+        names a running attempt for as long as it runs."""
+
+    @abstractmethod
+    async def daily_room(self, player_id: str) -> str | None:
+        """The room of the account's latest daily attempt, if it still exists."""
+
+    @abstractmethod
     async def claim_start(self, player_id: str, ttl_ms: int) -> str | None:
         """Hold the player's right to start a daily attempt, for every node: a token to
         give back to :meth:`release_start`, or None if another start holds it. The hold

@@ -74,7 +74,8 @@ CREATE TABLE IF NOT EXISTS players (
     name TEXT NOT NULL,
     room TEXT,
     gen INTEGER NOT NULL DEFAULT 0,
-    seen_ms INTEGER
+    seen_ms INTEGER,
+    daily_room TEXT
 );
 CREATE TABLE IF NOT EXISTS rooms (
     code TEXT PRIMARY KEY,
@@ -309,7 +310,11 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         if "times" not in {row[1] for row in db.execute("PRAGMA table_info(logs)")}:
             db.execute("ALTER TABLE logs ADD COLUMN times TEXT NOT NULL DEFAULT ''")
         columns = {row[1] for row in db.execute("PRAGMA table_info(players)")}
-        for column, kind in (("gen", "INTEGER NOT NULL DEFAULT 0"), ("seen_ms", "INTEGER")):
+        for column, kind in (
+            ("gen", "INTEGER NOT NULL DEFAULT 0"),
+            ("seen_ms", "INTEGER"),
+            ("daily_room", "TEXT"),
+        ):
             if column not in columns:  # a data directory from before the column
                 db.execute(f"ALTER TABLE players ADD COLUMN {column} {kind}")
         db.execute("CREATE INDEX IF NOT EXISTS players_seen ON players (seen_ms)")
@@ -658,6 +663,20 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         """The player's room, if it still exists."""
         row = self.db.execute(
             "SELECT room FROM players WHERE player_id = ?", (player_id,)
+        ).fetchone()
+        code = None if row is None else row[0]
+        return code if code in self._rooms else None
+
+    async def set_daily_room(self, player_id: str, code: str) -> None:
+        """Remember the attempt's room in the player's row."""
+        self._write().execute(
+            "UPDATE players SET daily_room = ? WHERE player_id = ?", (code, player_id)
+        )
+
+    async def daily_room(self, player_id: str) -> str | None:
+        """The latest attempt's room, if it still exists."""
+        row = self.db.execute(
+            "SELECT daily_room FROM players WHERE player_id = ?", (player_id,)
         ).fetchone()
         code = None if row is None else row[0]
         return code if code in self._rooms else None

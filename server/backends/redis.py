@@ -728,6 +728,20 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
             exists = await self._redis.exists(self._room_key(code, "room"))
         return code if exists else None
 
+    async def set_daily_room(self, player_id: str, code: str) -> None:
+        """HSET the player's ``daily`` field."""
+        with self._guard():
+            await self._redis.hset(self._player_key(player_id), "daily", code)
+
+    async def daily_room(self, player_id: str) -> str | None:
+        """The player's ``daily`` field, if that room still exists."""
+        with self._guard():
+            code = _text(await self._redis.hget(self._player_key(player_id), "daily"))
+            if code is None or not self._known(code):
+                return None
+            exists = await self._redis.exists(self._room_key(code, "room"))
+        return code if exists else None
+
     async def claim_start(self, player_id: str, ttl_ms: int) -> str | None:
         """SET NX PX of a key of the player's own."""
         token = secrets.token_hex(8)

@@ -105,3 +105,44 @@ async def test_a_room_made_and_left_on_the_other_node_does_not_hide_the_running_
         await one.next_event("race_over", timeout=TIMEOUT)
         made_after = await two.create_room(VARIANT)
         assert made_after["code"] != room["code"]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_room_made_on_the_other_node_as_the_attempt_starts_does_not_hide_it(
+    start_server: ServerFactory,
+) -> None:
+    """The third cheat: the other connection asked for a room a few milliseconds after the
+    attempt was asked for, so its check (no race of the account running) passed before the
+    attempt's room was noted, and its own room was noted after, over the attempt's. Leaving
+    that room then forgot the account's room, and the next ask started attempt 2 beside
+    attempt 1. The interleaving is laid down here in the store as it happened: the lobby's
+    note over the attempt's, then cleared by leaving."""
+    first = await start_server(**AT_ONCE)
+    second = await start_server(**AT_ONCE)
+    async with account(first.url, "kite"):
+        pass
+    one = Client(first.url, account="kite", password=PASSWORD, request_timeout=TIMEOUT)
+    two = Client(second.url, account="kite", password=PASSWORD, request_timeout=TIMEOUT)
+    async with one, two:
+        room = await one.daily(VARIANT)
+        assert room["settings"]["attempt"] == 1
+        assert one.player_id is not None
+        backend = second.node.backend
+        assert await backend.player_room(one.player_id) == room["code"]
+        await backend.set_player_room(one.player_id, "LOBBYX")  # the late room's note
+        await backend.forget_player_room(one.player_id, "LOBBYX")  # and its leave
+        assert await backend.player_room(one.player_id) is None
+        with pytest.raises(ServerError) as beside:
+            await two.daily(VARIANT)
+        assert beside.value.code == "already_in_room"
+        with pytest.raises(ServerError) as made:
+            await two.create_room(VARIANT)
+        assert made.value.code == "already_in_room"
+        assert room["code"] in str(made.value)
+        with pytest.raises(ServerError) as deleted:
+            await two.delete_account(PASSWORD)
+        assert deleted.value.code == "already_in_room"
+        await one.resign()
+        await one.next_event("race_over", timeout=TIMEOUT)
+        second_try = await two.daily(VARIANT)  # attempt 1 is over: attempt 2 may start
+        assert second_try["settings"]["attempt"] == 2
