@@ -122,7 +122,12 @@ class Identity:
             player_id, name, gen = known
             if await backend.account(player_id) is None:  # an account keeps its name
                 wanted = name if req.name is None else check_name(req.name, max_len)
-                await self._check_guest_name(wanted)
+                # A guest back to its room keeps the name it has there, though an account
+                # took one like it meanwhile: refused, it could not resume its race (a
+                # rival claiming a look-alike name while it was away made it lose). It
+                # picks another once it is out of the room.
+                if wanted != name or not await self._in_a_room(player_id):
+                    await self._check_guest_name(wanted)
                 if wanted != name:
                     name = wanted
                     await backend.save_player(player_id, name)
@@ -137,6 +142,13 @@ class Identity:
         # or being marked dropped (a player): the two never interleave.
         async with node.player_lock(player_id):
             await self._take_over(session, req, player_id, name, gen)
+
+    async def _in_a_room(self, player_id: str) -> bool:
+        """Whether the player is a member of the room its pointer names."""
+        backend = self.node.backend
+        code = await backend.player_room(player_id)
+        room = await backend.load_room(code) if code else None
+        return room is not None and player_id in room.members
 
     async def _check_guest_name(self, name: str) -> None:
         """Refuse a guest a name an account has, or one that looks like it (the forms

@@ -99,3 +99,43 @@ async def test_a_guest_whose_name_became_an_accounts_picks_another(
         assert taken.value.code == "name_taken"
     finally:
         await claimer.close()
+
+
+async def test_a_guest_in_a_race_resumes_though_an_account_took_a_name_like_its_own(
+    start_server: ServerFactory,
+) -> None:
+    """A rival claimed a look-alike of a racing guest's name while the guest was away
+    (a capital I for an l): the guest's resume was refused ``name_taken`` until its grace
+    ran out and it lost the race. It resumes, under its name in that room; out of the
+    room, it picks another as any guest named so."""
+    server = await start_server()
+    guest = Client(server.url, name="Rivall", request_timeout=TIMEOUT, resume=False)
+    await guest.connect()
+    rival = Client(server.url, name="Other", request_timeout=TIMEOUT)
+    await rival.connect()
+    try:
+        room = await guest.create_room("canfield", winnable=False, countdown=0)
+        await rival.join(room["code"])
+        await guest.ready()
+        await rival.ready()
+        await guest.next_event("race_started", timeout=TIMEOUT)
+        token = guest.token
+        assert token is not None
+        await guest.close()  # the guest's connection drops
+        squatter = await _claim(server.url, "RivaII")  # a look-alike account meanwhile
+        try:
+            back = await _hello(server.url, token=token)
+            assert back["type"] == "welcome", back
+            assert back["name"] == "Rivall" and back.get("room") == room["code"]
+            # Out of the room, the name is the account's look-alike: another is asked for.
+            resumed = Client(server.url, token=token, request_timeout=TIMEOUT)
+            await resumed.connect()
+            await resumed.resign()
+            await resumed.leave()
+            await resumed.close()
+            refused = await _hello(server.url, token=token)
+            assert refused["type"] == "error" and refused["code"] == "name_taken", refused
+        finally:
+            await squatter.close()
+    finally:
+        await rival.close()
