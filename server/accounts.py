@@ -66,8 +66,7 @@ MAX_PASSWORD_LEN = 128
 """A password's length in characters (code points, after NFKC)."""
 MAX_PASSWORD_BYTES = 256
 """A password's length in UTF-8 bytes: what a msgpack string of a request may hold."""
-DELETED_NAME = "deleted player"
-"""The name a deleted account's daily entries are shown under."""
+DELETED_NAME = names.DELETED_NAME
 
 
 def check_password(password: str) -> str:

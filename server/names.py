@@ -19,6 +19,7 @@ from confusable_homoglyphs.confusables import confusables_data
 from ..protocol import Limits
 
 __all__ = [
+    "DELETED_NAME",
     "MAX_MARKS",
     "MAX_NAME_LEN",
     "grapheme_count",
@@ -114,6 +115,11 @@ def longer_than(text: str, max_len: int) -> bool:
     return sum(1 for _ in itertools.islice(_GRAPHEMES.finditer(text), max_len + 1)) > max_len
 
 
+DELETED_NAME = "deleted player"
+"""The name a deleted account's daily entries are shown under: no player's (nor one that
+looks like it), so that an entry under it is never taken for a live player's."""
+
+
 def name_problem(name: str, max_len: int) -> str | None:
     """What is wrong with a display name (NFKC, trimmed, spaces collapsed), or None."""
     if not name:
@@ -138,6 +144,8 @@ def name_problem(name: str, max_len: int) -> str | None:
         )
     if not _VISIBLE.search(name):
         return "a display name needs at least one visible letter, digit, symbol or emoji"
+    if look_alike(name, DELETED_NAME):
+        return f"{DELETED_NAME!r} names a deleted account's entries: pick another name"
     return None
 
 

@@ -139,3 +139,17 @@ async def test_a_guest_in_a_race_resumes_though_an_account_took_a_name_like_its_
             await squatter.close()
     finally:
         await rival.close()
+
+
+async def test_no_guest_or_account_takes_the_name_of_deleted_accounts_entries(
+    start_server: ServerFactory,
+) -> None:
+    server = await start_server()
+    refused = await _hello(server.url, name="Deleted Player")
+    assert refused["type"] == "error" and refused["code"] == "bad_name", refused
+    guest = Client(server.url, name="Pat", request_timeout=TIMEOUT, resume=False)
+    await guest.connect()
+    token = guest.token
+    await guest.close()
+    renamed = await _hello(server.url, token=token or "", name="deleted player")
+    assert renamed["type"] == "error" and renamed["code"] == "bad_name", renamed

@@ -445,3 +445,12 @@ def test_one_character_that_shows_as_a_long_line_is_refused(name: str) -> None:
 def test_the_longest_emoji_sequences_are_one_character_each() -> None:
     assert len(FAMILY) == 11 and len(ENGLAND) == 7
     assert names.name_problem(f"{FAMILY} {ENGLAND} Ann", names.MAX_NAME_LEN) is None
+
+
+@pytest.mark.parametrize(
+    "name", ["deleted player", "Deleted Player", "DELETED PLAYER", "deIeted pIayer"]
+)
+def test_no_player_goes_by_the_name_of_deleted_accounts_entries(name: str) -> None:
+    problem = names.name_problem(name, names.MAX_NAME_LEN)
+    assert problem is not None and "deleted account" in problem
+    assert names.name_problem("deleted player 2", names.MAX_NAME_LEN) is None
