@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -64,6 +65,33 @@ this many times in all (a busy room's next event may come while the last is made
 def new_room_code() -> str:
     """A short, unguessable room code (31^8 possibilities)."""
     return "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
+
+
+DEAL_TRIES = 4
+"""A start's deal chosen again at most this often when the room changed under it."""
+
+
+class _Redeal(Exception):
+    """A command would start the race with a deal not chosen for a start."""
+
+
+Deal = tuple[int, int | None, Ghost | None, bool]
+"""A seed, its par, its ghost, and whether it was chosen for a start."""
+
+
+def _with_deal(
+    change: Callable[[Room, str, int, int | None, Ghost | None], Outcome],
+    ready: bool | None,
+    deal: Deal,
+    room: Room,
+    player_id: str,
+) -> Outcome:
+    """``change`` with ``deal``, unless it would start the race with a deal not chosen for
+    a start (raise _Redeal)."""
+    seed, par, ghost, starts = deal
+    if not starts and rooms.will_start(room, player_id, ready):
+        raise _Redeal
+    return change(room, player_id, seed, par, ghost)
 
 
 class RoomCommands:
@@ -299,45 +327,84 @@ class RoomCommands:
 
     async def ready(self, session: Session, req: SetReady) -> None:
         """Say ready (or not); the race starts once every player (two or more) is."""
-        seed, par, ghost = await self._deal(session, req.ready)
         now = self.node.now_ms
-        await self._lobby(
+        await self._dealt(
             session,
             req.id,
-            lambda r, p: rooms.set_ready(r, p, req.ready, now(), seed, par, ghost),
+            req.ready,
+            lambda r, p, seed, par, ghost: rooms.set_ready(
+                r, p, req.ready, now(), seed, par, ghost
+            ),
         )
 
     async def start(self, session: Session, req: StartRace) -> None:
         """The host starts the countdown."""
-        seed, par, ghost = await self._deal(session, None)
         now = self.node.now_ms
-        await self._lobby(session, req.id, lambda r, p: rooms.start(r, p, now(), seed, par, ghost))
+        await self._dealt(
+            session,
+            req.id,
+            None,
+            lambda r, p, seed, par, ghost: rooms.start(r, p, now(), seed, par, ghost),
+        )
 
-    async def _deal(
-        self, session: Session, ready: bool | None
-    ) -> tuple[int, int | None, Ghost | None]:
-        """The seed of the race this command may start, its par and its ghost: a ghost
-        room's run's deal; a certified deal from the pool if the room deals only winnable
-        ones and the command starts its race (:func:`rooms.will_start`); else any seed.
+    async def _dealt(
+        self,
+        session: Session,
+        request_id: int,
+        ready: bool | None,
+        change: Callable[[Room, str, int, int | None, Ghost | None], Outcome],
+    ) -> None:
+        """A command that may start the race (``ready``, or the host's start): dealt for
+        a start only if the room, as it is when the command changes it, starts.
+
+        The deal is chosen before the change, from the room as this node last knew it;
+        where the store is shared (Redis), another player's ``ready`` may have come
+        through another node (or at the same moment) since. A command that would start
+        the race with the deal of a command that does not (any seed: not certified, not
+        the ghost's, maybe with no move at its start) is not carried out: its deal is
+        chosen again from the room read afresh."""
+        fresh = False
+        for _ in range(DEAL_TRIES):
+            deal = await self._deal(session, ready, fresh=fresh)
+            try:
+                await self._lobby(session, request_id, partial(_with_deal, change, ready, deal))
+                return
+            except _Redeal:
+                fresh = True
+        raise ProtocolError(
+            ErrorCode.UNAVAILABLE, "the room changed too often to start its race: try again"
+        )
+
+    async def _deal(self, session: Session, ready: bool | None, *, fresh: bool = False) -> Deal:
+        """The seed of the race this command may start, its par, its ghost, and whether it
+        is a deal for a start: a ghost room's run's deal; a certified deal from the pool
+        if the room deals only winnable ones and the command starts its race
+        (:func:`rooms.will_start`, on the room as this node knows it, or as the store has
+        it if ``fresh``); else a seed for a command that does not start it.
 
         A command that starts the race first spends the asker's race budgets
         (``races_per_hour``, ``address_races_per_hour``): one over them is refused before
         any deal is taken."""
         node = self.node
         code = session.room
-        room = None if code is None else node.record(code)
+        if code is None:
+            room = None
+        elif fresh:
+            room = await node.backend.load_room(code)
+        else:
+            room = node.record(code)
         player_id = session.player_id
         if room is None or player_id is None or not rooms.will_start(room, player_id, ready):
-            return secrets.randbits(SEED_BITS), None, None  # for a command that is refused
+            return secrets.randbits(SEED_BITS), None, None, False  # no start: never dealt
         await node.guard.spend(session, node.guard.races, node.now_ms())
         if room.settings.ghost is not None:
             run = await node.ghosts.find(room.settings.ghost, None)
-            return run.seed, run.par, run.ghost
+            return run.seed, run.par, run.ghost, True
         if room.settings.winnable:
             asker = session.address if address_counted(session.address) else None
             seed, par = await node.deals.take(room.settings.variant, asker)
-            return seed, par, None
-        return playable_seed(room.settings.variant), None, None
+            return seed, par, None, True
+        return playable_seed(room.settings.variant), None, None, True
 
     async def rematch(self, session: Session, req: Rematch) -> None:
         """Back to the lobby after a race, for a new deal."""

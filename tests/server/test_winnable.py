@@ -136,6 +136,53 @@ async def test_a_winnable_room_deals_only_certified_deals_with_par(server: Runni
             await asyncio.sleep(0.05)
 
 
+async def test_a_race_started_by_readies_at_once_gets_a_certified_deal(
+    start_server: ServerFactory,
+) -> None:
+    """Each ``ready`` chose its deal from the room as its node last knew it: two at the
+    same moment each thought it did not start the race, and the last one started it with
+    a deal of any seed, no par, in a room of winnable deals only (one was not winnable)."""
+    await _readies_at_once(start_server, two_nodes=False)
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_readies_through_two_nodes_start_the_race_with_a_certified_deal(
+    start_server: ServerFactory,
+) -> None:
+    """The same with the other player's ``ready`` through another node, not yet seen."""
+    await _readies_at_once(start_server, two_nodes=True)
+
+
+async def _readies_at_once(start_server: ServerFactory, *, two_nodes: bool) -> None:
+    settings: dict[str, Any] = {
+        "winnable_default": True,
+        "deal_pool_size": 4,
+        "solver_budget_s": 1.0,
+    }
+    first = await start_server(**settings)
+    second = await start_server(**settings) if two_nodes else first
+    async with (
+        Client(first.url, name="ann", request_timeout=4 * TIMEOUT) as ann,
+        Client(second.url, name="bob", request_timeout=4 * TIMEOUT) as bob,
+    ):
+        room = await ann.create_room("canfield", countdown=0)
+        assert room["settings"]["winnable"] is True
+        await bob.join(room["code"])
+        for n in range(4):
+            if n:
+                await ann.rematch()
+            await asyncio.gather(ann.ready(), bob.ready())
+            await ann.next_event("race_started", timeout=4 * TIMEOUT)
+            await bob.next_event("race_started", timeout=4 * TIMEOUT)
+            await asyncio.gather(ann.resign(), bob.resign())
+            over = await ann.next_event("race_over", timeout=TIMEOUT)
+            await bob.next_event("race_over", timeout=TIMEOUT)
+            assert isinstance(over["par"], int) and over["par"] > 0, over
+            kept = await first.node.backend.load_race(room["code"], n + 1, first.node.now_ms())
+            assert kept is not None
+            assert replay("canfield", over["seed"], kept["par_line"]).status.value == "won"
+
+
 async def test_winnable_is_a_choice_and_british_canister_has_none(server: RunningServer) -> None:
     async with Client(server.url, name="cy", request_timeout=TIMEOUT) as cy:
         room = await cy.create_room("canfield", winnable=False)
