@@ -154,9 +154,9 @@ def make_backend(config: ServerConfig) -> Backend:
     return EmbeddedBackend(config.data_dir, commit_window_s=config.commit_window_s)
 
 
-def _select_subprotocol(
-    connection: ServerConnection, offered: Sequence[Subprotocol]
-) -> Subprotocol | None:
+def _select_subprotocol(offered: Sequence[Subprotocol]) -> Subprotocol | None:
+    """The first of the server's subprotocols that the client offers; none offered, none
+    (the connection speaks msgpack); only others, refused."""
     for name in SUBPROTOCOLS:
         if name in offered:
             return Subprotocol(name)
@@ -200,6 +200,7 @@ class SolraceServer:
             keepalive=self.keepalive,
             doors=self.doors,
             before_write=node.backend.flush_writes,
+            choose_subprotocol=_select_subprotocol,
         )
 
     @property
@@ -219,7 +220,6 @@ class SolraceServer:
             self.config.host,
             self.config.port,
             subprotocols=[Subprotocol(s) for s in SUBPROTOCOLS],
-            select_subprotocol=_select_subprotocol,
             process_request=self._process_request,
             process_response=self.http.process_response,
             compression=None,

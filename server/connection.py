@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import enum
 import struct
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import structlog
@@ -22,6 +23,8 @@ from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.frames import DATA_OPCODES, CloseCode, Frame, Opcode
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 from websockets.protocol import Event, State
+from websockets.server import ServerProtocol
+from websockets.typing import Subprotocol
 
 try:
     from websockets.speedups import apply_mask
@@ -90,6 +93,22 @@ _HELD, _FRAMES, _PASSED = Reads.HELD, Reads.FRAMES, Reads.PASSED
 _PAUSE_QUEUE = 1  # the queue of messages for the handler is full
 _PAUSE_WRITES = 2  # the socket does not take what is written to it
 _PAUSE_HELD = 4  # too many bytes wait for the handler to start reading
+
+
+SubprotocolChoice = Callable[[Sequence[Subprotocol]], "Subprotocol | None"]
+"""Picks a connection's subprotocol among those its client offers (None: none)."""
+
+
+def _weakly(method: Callable[[], None]) -> Callable[[], None]:
+    """``method`` (a bound method) called through a weak reference to its object."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+
+    return call
 
 
 def _nothing() -> None:
@@ -355,6 +374,8 @@ class Connection(ServerConnection):
     _pinged_at: float  # the loop's time when they were counted
     _raw: bool  # whether pushed frames are written here (no extension, no debug log)
 
+    choose_subprotocol: SubprotocolChoice | None = None
+
     @classmethod
     def configured(
         cls,
@@ -365,12 +386,17 @@ class Connection(ServerConnection):
         keepalive: Keepalive | None = None,
         doors: Doors | None = None,
         before_write: Callable[[], None] = _nothing,
+        choose_subprotocol: SubprotocolChoice | None = None,
     ) -> type[Connection]:
         """A subclass for ``serve(create_connection=...)`` with these settings.
 
         ``max_size`` must be the one given to ``serve``; ``before_write`` runs before any
         byte is written to any of its sockets. With ``keepalive``, give ``serve``
         ``ping_interval=None``: the keepalive pings instead of websockets.
+        ``choose_subprotocol(offered)`` picks the subprotocol among those the client
+        offers, as ``serve(select_subprotocol=...)`` would (give ``serve`` none): that
+        one is kept by the protocol as a closure over its connection, a cycle that only
+        the cyclic collector frees, once per connection.
         """
         settings: dict[str, Any] = {
             "max_size": max_size,
@@ -379,8 +405,18 @@ class Connection(ServerConnection):
             "keeper": keepalive,
             "doors": doors,
             "before_write": staticmethod(before_write),
+            "choose_subprotocol": (
+                None if choose_subprotocol is None else staticmethod(choose_subprotocol)
+            ),
         }
         return cast("type[Connection]", type(cls.__name__, (cls,), settings))
+
+    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+        super().__init__(protocol, *args, **kwargs)
+        choose = type(self).choose_subprotocol
+        if choose is not None:
+            # The Sans-I/O protocol calls its select_subprotocol(offered).
+            protocol.select_subprotocol = choose  # type: ignore[method-assign,assignment]
 
     def before_write(self) -> None:
         """Called before any byte is written to the socket (see :meth:`configured`)."""
@@ -580,11 +616,13 @@ class Connection(ServerConnection):
         self._pinged_at = self.loop.time()
         # The queue of messages pauses reading through this connection, which knows of
         # the other reasons to pause it too.
+        # (Through weak references: a closure over the connection, kept by the
+        # connection, is a cycle, which only the cyclic collector frees.)
         self.recv_messages = Assembler(
             self.max_queue_high,
             self.max_queue_low,
-            pause=lambda: self._hold(_PAUSE_QUEUE),
-            resume=lambda: self._release(_PAUSE_QUEUE),
+            pause=_weakly(self._pause_queue),
+            resume=_weakly(self._resume_queue),
         )
         # asyncio's socket transport reads into a fresh 256 KiB buffer on every read,
         # which glibc serves with mmap and munmap (its mmap threshold starts at 128 KiB):
@@ -595,6 +633,12 @@ class Connection(ServerConnection):
         # Writes pause at the cap at the latest, where the socket's buffer is checked.
         if self.transport.get_write_buffer_limits()[1] > self.max_buffer:
             self.transport.set_write_buffer_limits(high=self.max_buffer)
+
+    def _pause_queue(self) -> None:
+        self._hold(_PAUSE_QUEUE)
+
+    def _resume_queue(self) -> None:
+        self._release(_PAUSE_QUEUE)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.refused:
@@ -607,6 +651,15 @@ class Connection(ServerConnection):
         self._held, self._unread = [], b""
         self._reads = _PASSED
         super().connection_lost(exc)
+        # A handshake that failed (one never finished, timed out or cut off) leaves its
+        # error on the protocol, and the error's traceback holds the parser's frames,
+        # which hold the protocol: a cycle of about 70 objects (the connection, its
+        # transport, socket, futures and buffers) that only the cyclic collector frees.
+        # Half-open handshakes from many addresses piled up thousands of them, and the
+        # collections that came for them held the loop for over a second. Nothing reads
+        # the error once the connection is lost (the handshake sees a connection that is
+        # not open, and the handler aborts it).
+        self.protocol.handshake_exc = None
 
     async def handshake(self, *args: Any, **kwargs: Any) -> None:
         try:

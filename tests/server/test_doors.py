@@ -214,3 +214,41 @@ async def test_an_address_opens_new_connections_at_its_rate(start_server: Server
     writer.write(b"GET /healthz HTTP/1.1\r\nHost: solrace\r\n\r\n")
     assert (await answer(reader)).split()[1] == b"200"
     writer.close()
+
+
+async def test_a_connection_gone_leaves_no_garbage_for_the_cyclic_collector(
+    start_server: ServerFactory,
+) -> None:
+    """Each connection the node let go of was a cycle (a closure over it kept by its
+    protocol, the queue's callbacks, a failed handshake's error holding the parser's
+    frames), freed only by the cyclic collector: half-open handshakes from many addresses
+    piled thousands of them into its old generations, whose collections then held the
+    loop for over a second. Gone, a connection is freed by its reference count alone."""
+    import gc
+
+    from solrace.server.connection import Connection
+
+    server = await serve(start_server)
+    gc.collect()  # what came before
+    gc.disable()  # what goes now is found below, not collected on the way
+    try:
+        opened = [await half_open(server, f"127.0.0.{10 + n % 5}") for n in range(40)]
+        async with websockets.connect(
+            server.url, subprotocols=["solrace.v1.json"], local_addr=(NEIGHBOUR, 0)
+        ) as ws:  # a whole connection, which speaks and goes, too
+            await ws.send('{"type": "ping", "id": 1}')
+            assert "pong" in str(await ws.recv())
+        for _, writer in opened:
+            writer.close()  # cut off mid-request: the handshake fails
+        async with asyncio.timeout(TIMEOUT):
+            while server.server.doors.count:
+                await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # their handler tasks end
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, Connection)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert left == []
