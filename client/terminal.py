@@ -1117,7 +1117,7 @@ HINTS = {
     "game_over": "wait for the race to end, or type 'q' to quit",
     "stale_revision": "the board below is your game as the server has it",
     "rate_limited": "slow down a little",
-    "unavailable": "nothing was changed; try again in a moment",
+    "unavailable": "try again in a moment (a move sent again is kept once)",
     "internal_error": "try again",
 }
 """What to do next after a refusal, by its code, where the server's sentence does not say."""

@@ -307,7 +307,7 @@ const ERRORS = {
   stale_revision: () => "Your board was behind the server's: it now shows your game as the server has it.",
   bad_move: () => "The server could not read that move: reload the page.",
   illegal_move: (c, error) => refusalText(error.reason, c),
-  unavailable: () => "The server cannot reach its storage just now: nothing was changed. Try again in a moment.",
+  unavailable: () => "The server cannot reach its storage just now. Try again in a moment.",
   internal_error: () => "Something went wrong on the server: try again.",
   // The page's own, for a request made while the connection is down.
   offline: () => "Not connected to the server: wait until the connection is back.",
