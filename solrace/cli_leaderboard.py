@@ -13,6 +13,7 @@ import csv
 import datetime as dt
 import json
 import os
+import sqlite3
 import sys
 import time
 import urllib.error
@@ -149,8 +150,20 @@ def _main(args: argparse.Namespace) -> int:
             return asyncio.run(_export(args, date, variants))
         except BackendUnavailable as error:
             problem = store_problem(error, args.redis, args.data_dir)
+        except (sqlite3.Error, OSError) as error:  # a write refused: a read-only disk, say
+            problem = _write_refused(args.data_dir, error)
     print(f"solrace leaderboard {args.action}: {problem}", file=sys.stderr)
     return 1
+
+
+def _write_refused(folder: Path, error: Exception) -> str:
+    """One line for a store in ``folder`` that refused a write, naming why."""
+    reason = (error.strerror if isinstance(error, OSError) else None) or str(error)
+    why = f"the store in {folder} refused a write: {reason.lower()}"
+    for item in (folder / DATA_FILES[0], folder):
+        if item.exists() and not os.access(item, os.W_OK):
+            return f"{why} ({item} is read-only to this process)"
+    return why
 
 
 # What a node on the embedded backend keeps in its data directory (EmbeddedBackend).

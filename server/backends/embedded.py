@@ -38,6 +38,7 @@ import fcntl
 import json
 import os
 import secrets
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable
@@ -283,10 +284,14 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         secret_path = self.data_dir / "secret.key"
         if not secret_path.exists():
-            fd = os.open(secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(secrets.token_bytes(32))
+            _write_secret(secret_path)
         self._secret = secret_path.read_bytes()
+        if len(self._secret) < SECRET_BYTES:
+            raise BackendUnavailable(
+                f"the token secret {secret_path} holds {len(self._secret)} bytes, not "
+                f"{SECRET_BYTES}: restore it from a backup (a new one, made if it is "
+                "removed, logs every player out)"
+            )
         try:
             self._open()
         except sqlite3.Error as error:
@@ -390,6 +395,8 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
             if item.exists() and not os.access(item, os.W_OK):
                 why += f" ({item} is read-only to this process)"
                 break
+        else:
+            why += _disk_full(self.data_dir)
         return BackendUnavailable(f"cannot {doing} {path}: {why}")
 
     async def close(self) -> None:
@@ -1281,3 +1288,39 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
                 "DELETE FROM daily_rooms WHERE date = ? AND variant = ? AND code = ?",
                 [(date, variant, code) for code in codes],
             )
+
+
+SECRET_BYTES = 32
+"""The token secret's length."""
+
+
+def _write_secret(path: Path) -> None:
+    """A new token secret at ``path``, whole or not at all: a secret file cut short (a full
+    disk) would sign every token of the node with what it held."""
+    partial = path.with_name(path.name + ".new")
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(SECRET_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(partial, path)  # fails if another start wrote one meanwhile: that one stands
+    except FileExistsError:
+        pass
+    except OSError as error:
+        reason = (error.strerror or str(error)).lower()
+        raise BackendUnavailable(
+            f"cannot write the token secret {path}: {reason}{_disk_full(path.parent)}"
+        ) from error
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def _disk_full(folder: Path) -> str:
+    """Words on the disk holding ``folder`` when it is (nearly) full, else nothing."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f" (the disk holding {folder} is full: {free} bytes free)" if free < 1 << 20 else ""

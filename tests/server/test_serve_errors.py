@@ -272,6 +272,66 @@ def test_a_database_the_node_may_only_read_is_refused_at_start(tmp_path: Path) -
     # The export only reads: it works on such a store.
     exported = leaderboard_export(tmp_path, "--data-dir", str(data))
     assert exported.code == 0 and "Traceback" not in exported.stderr, exported.stderr
+    # A removal writes: one line (it was a traceback).
+    removed = subprocess.run(
+        [
+            *LEADERBOARD,
+            "remove",
+            "2026-12-04",
+            "canfield",
+            "p1",
+            "--reason",
+            "x",
+            "--data-dir",
+            str(data),
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=4 * TIMEOUT,
+        check=False,
+    )
+    assert_one_line_of(
+        Exit(removed.returncode, removed.stderr),
+        "leaderboard remove",
+        "refused a write: attempt to write a readonly database",
+    )
+
+
+LEADERBOARD = [sys.executable, "-m", "solrace", "leaderboard"]
+
+
+def test_a_token_secret_cut_short_is_refused(tmp_path: Path) -> None:
+    """A secret file cut short (a disk that filled as it was written) would have signed
+    every token with what it held."""
+    data = node_data(tmp_path / "data")
+    (data / "secret.key").write_bytes(b"\x01\x02")
+    result = serve(tmp_path, "--port", str(free_port()), "--data-dir", str(data))
+    assert_one_line_of(result, "serve", f"the token secret {data / 'secret.key'} holds 2 bytes")
+
+
+def test_a_new_data_directory_on_a_full_disk_is_one_line(tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"no tmpfs to fill here: {mounted.stderr.decode().strip()}")
+    try:
+        with contextlib.suppress(OSError), (small / "filler").open("wb") as filler:
+            filler.write(bytes(1 << 20))  # more than it holds: full
+        data = small / "data"
+        result = serve(tmp_path, "--port", str(free_port()), "--data-dir", str(data))
+        assert_one_line_of(result, "serve", "no space left on device")
+        assert "is full" in result.lines[0]
+        assert not (data / "secret.key").exists()  # nothing half written
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
 
 
 @pytest.mark.skipif(
