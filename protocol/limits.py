@@ -36,7 +36,9 @@ class Limits:
     max_rate_violations: int = 50
     """Refused-for-rate messages after which the connection is closed (1008), each within
     :data:`VIOLATION_QUIET_S` of the one before: a minute without one starts the count
-    again, so that a long session's occasional refusals never add up to a close."""
+    again, so that a long session's occasional refusals never add up to a close. A
+    message sent once the last refusal's ``retry_after`` has passed is not counted if it
+    is refused (:meth:`RateLimiter.violated`)."""
 
 
 INF = float("inf")
@@ -44,10 +46,15 @@ VIOLATION_QUIET_S = 60.0
 """Seconds without a refused-for-rate message after which their count starts again."""
 
 
+RETRY_SLACK_S = 0.001
+"""How much sooner than its ``retry_after`` a client may come back and still have waited as
+told: the error frame gives the wait rounded to the millisecond."""
+
+
 class RateLimiter:
     """A token bucket: ``allow(now)`` says whether one more message fits. Pure: the caller passes time."""
 
-    __slots__ = ("_last", "_rate", "_size", "_tokens", "_violated_at", "violations")
+    __slots__ = ("_last", "_rate", "_retry_at", "_size", "_tokens", "_violated_at", "violations")
 
     def __init__(self, rate: float, burst: int, now: float) -> None:
         self._rate = rate
@@ -56,10 +63,24 @@ class RateLimiter:
         self._last = now
         self.violations = 0
         self._violated_at = now
+        # When the last refusal told the client to come back (none yet: the first refusal
+        # counts, as the client was told nothing before it).
+        self._retry_at = INF
 
-    def violated(self, now: float) -> int:
+    def violated(self, now: float, wait: float | None = None) -> int:
         """Count a message refused for the rate; return the count, which starts again
-        after :data:`VIOLATION_QUIET_S` without one."""
+        after :data:`VIOLATION_QUIET_S` without one.
+
+        With ``wait``, the seconds this refusal tells the client to wait: a refusal that
+        comes once the wait told with the one before has passed is not counted. A client
+        that waits as told (sends, is refused, waits ``retry_after``, sends again at
+        once) is refused at most every other message and never closed for it; one that
+        sends again before its wait is up is counting towards the close."""
+        if wait is not None:
+            waited = now >= self._retry_at
+            self._retry_at = now + wait - RETRY_SLACK_S
+            if waited:
+                return self.violations
         if now - self._violated_at > VIOLATION_QUIET_S:
             self.violations = 0
         self._violated_at = max(self._violated_at, now)

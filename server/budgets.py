@@ -311,7 +311,7 @@ class Guard:
         wait = own.take_with(session.address_rate, now, cost)
         if wait > 0:
             if count:
-                session.limiter.violated(now)
+                session.limiter.violated(now, wait)
             return wait
         return None
 

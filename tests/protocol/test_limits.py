@@ -141,3 +141,26 @@ def test_refusals_count_again_after_a_quiet_minute() -> None:
         now += VIOLATION_QUIET_S - 10
         assert limiter.allow(now) and not limiter.allow(now)
         assert limiter.violations == 1 + step
+
+
+def test_a_client_that_waits_as_told_is_never_counted_and_one_that_does_not_is() -> None:
+    """A client that sends, is refused, waits the refusal's ``retry_after`` and sends
+    again at once, over and over, was closed with 1008 after 50 refusals in two seconds
+    though it did all it was told."""
+    obeying = RateLimiter(rate=10.0, burst=5, now=0.0)
+    now, refused = 0.0, 0
+    for _ in range(2000):
+        wait = obeying.take_with(None, now)
+        if wait > 0:
+            refused += 1
+            obeying.violated(now, wait)
+            now += round(wait, 3)  # as the error frame gives it
+    assert refused > 900 and obeying.violations == 1  # the first: it was told nothing before
+    eager = RateLimiter(rate=10.0, burst=5, now=0.0)
+    now = 0.0
+    for step in range(200):
+        now = step * 0.01  # ten times the rate: back long before the time it was told
+        wait = eager.take_with(None, now)
+        if wait > 0:
+            eager.violated(now, wait)
+    assert eager.violations > 140  # of about 175 refused: all but those at its time
