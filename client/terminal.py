@@ -798,7 +798,8 @@ class _Session:
             self.finished.set()
         elif kind == "members":
             self.show_spectators(event["settings"])
-            self.names = {m["player_id"]: m["name"] for m in event["members"]}
+            # A player who left is still named in the standings and boards of the race.
+            self.names.update({m["player_id"]: m["name"] for m in event["members"]})
             who = ", ".join(
                 f"{m['name']}{' (host)' if m['player_id'] == event['host'] else ''}"
                 f"{' ready' if m['ready'] else ''}{' spectating' if m['role'] == 'spectator' else ''}"

@@ -225,3 +225,31 @@ async def test_a_guest_whose_terminal_died_comes_back_into_its_race(
     other.type("q")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
     assert stored_guest(server.url, "Quinn") not in (None, kept, "x" + kept)  # the new one
+
+
+async def test_a_player_who_left_is_still_named_in_the_standings(
+    server: RunningServer, make_client: ClientFactory
+) -> None:
+    """The room's members event after a player left the race replaced the client's names:
+    the standings showed the leaver's player id instead of its name."""
+    console = ScriptedConsole()
+    task = asyncio.ensure_future(
+        play(server.url, console, name="tina", variant="canfield", settings={"countdown": 0})
+    )
+    code = (await console.shows(r"^room (\w+) "))[1]
+    tom = await make_client("tom")
+    await tom.join(code)
+    await console.shows(r"in the room: tina \(host\), tom")
+    console.type("start")
+    await console.shows(r"^moves: 1\)")
+    await tom.next_event("race_started", timeout=TIMEOUT)
+    await tom.leave()  # he resigns as he goes
+    await console.shows(r"^in the room: tina \(host\)$")
+    shown = len(console.screen)
+    console.type("resign")  # her game over, she is shown the standings
+    await console.shows(r"^standings:", since=shown)
+    await console.shows(r"^You may leave", since=shown)
+    rows = " ".join(console.screen[shown:])
+    assert "tom" in rows and (tom.player_id or "?") not in rows, console.screen[shown:]
+    console.type("q")
+    assert await asyncio.wait_for(task, TIMEOUT) == 0
