@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -119,10 +120,35 @@ class StdConsole:
 
     def __init__(self, color: bool | None = None) -> None:
         self.color = sys.stdout.isatty() if color is None else color
+        self._lines: asyncio.Queue[str] | None = None
+        self._ended = False  # the end of input was read
 
     async def read_line(self) -> str | None:
-        """Read a line without blocking the event loop."""
-        line = await asyncio.to_thread(sys.stdin.readline)
+        """Read a line without blocking the event loop.
+
+        Lines are read in a daemon thread of their own: a read in the loop's executor
+        (``asyncio.to_thread``) cannot be cancelled, and the executor is waited for as
+        the command ends, so a command that ended by itself (its connection closed for
+        good, the server gone) went on until one more line was typed."""
+        if self._lines is None:
+            self._lines = asyncio.Queue()
+            loop, lines = asyncio.get_running_loop(), self._lines
+
+            def read() -> None:
+                while True:
+                    line = sys.stdin.readline()
+                    try:
+                        loop.call_soon_threadsafe(lines.put_nowait, line)
+                    except RuntimeError:  # the loop is closed: the command has ended
+                        return
+                    if not line:
+                        return
+
+            threading.Thread(target=read, name="solrace-stdin", daemon=True).start()
+        if self._ended:
+            return None
+        line = await self._lines.get()
+        self._ended = not line
         return line if line else None
 
     def write(self, text: str) -> None:

@@ -253,3 +253,40 @@ async def test_a_player_who_left_is_still_named_in_the_standings(
     assert "tom" in rows and (tom.player_id or "?") not in rows, console.screen[shown:]
     console.type("q")
     assert await asyncio.wait_for(task, TIMEOUT) == 0
+
+
+def test_a_command_that_ends_by_itself_does_not_wait_for_one_more_line() -> None:
+    """The line client read standard input in the loop's executor, which is waited for as
+    the command ends: one closed for good (revoked, taken over, the server gone) said so
+    and went on running until one more line was typed."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import asyncio\n"
+        "from solrace.client.terminal import StdConsole\n"
+        "async def main():\n"
+        "    console = StdConsole()\n"
+        "    try:\n"
+        "        await asyncio.wait_for(console.read_line(), 0.3)\n"
+        "    except TimeoutError:\n"
+        "        print('gave up', flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,  # open, and nothing ever typed
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.wait(timeout=TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        assert process.stdin is not None
+        process.stdin.close()
+    assert process.stdout is not None and process.stdout.read() == "gave up\n"
+    assert time.monotonic() - started < TIMEOUT
