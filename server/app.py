@@ -479,7 +479,10 @@ async def run(config: ServerConfig) -> None:
     log.info("gc_tuned", thresholds=list(gc.get_threshold()), frozen=gc.get_freeze_count())
     limit = server.doors.limit
     if limit < config.max_connections:
-        log.warning(
+        # Worth a warning where the operator asked for more; the default is a ceiling, and
+        # the open files a system allows (20,000 on many) make it lower every start.
+        said = log.info if config.max_connections == ServerConfig().max_connections else log.warning
+        said(
             "connections_capped",
             max_connections=limit,
             asked=config.max_connections,

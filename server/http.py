@@ -605,9 +605,15 @@ class HttpEndpoints:
                 http.HTTPStatus.NOT_FOUND, "not_found", "no admin API: the node has no admin token"
             )
         if not _token_is(request, expected):
+            sent = _bearer(request) is not None
+            said = (
+                "wrong admin token (the node's --admin-token)"
+                if sent
+                else "send the admin token: Authorization: Bearer TOKEN"
+            )
             return _json(
                 http.HTTPStatus.UNAUTHORIZED,
-                {"code": "bad_token", "message": "send the admin token: Authorization: Bearer"},
+                {"code": "bad_token", "message": said},
                 [("WWW-Authenticate", 'Bearer realm="solrace-admin"')],
             )
         parts = path.strip("/").split("/")

@@ -153,7 +153,7 @@ async def test_solrace_admin_lists_closes_and_revokes_through_the_metrics_port(
     assert await raw.closed() == 4003
     # The wrong token opens nothing; an unknown room or player is said so.
     code, said = await solrace_admin(port, "rooms", token="guess")
-    assert code == 1 and "401" in said, said
+    assert code == 1 and "401" in said and "wrong admin token" in said, said
     code, said = await solrace_admin(port, "close", "NOSUCHRM")
     assert code == 1 and "404" in said, said
 
