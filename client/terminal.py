@@ -197,11 +197,25 @@ def render_view(view: dict[str, Any], *, color: bool = False) -> str:
     return "\n".join(lines)
 
 
+def listed(legal: Sequence[str]) -> list[str]:
+    """The legal moves in the order the clients number them: a card back from a
+    foundation last (``f2-t1``: rarely the move wanted, and the first of the list is what
+    ``1`` plays; typed again, it would send the card it just sent home back and forth)."""
+    return sorted(legal, key=lambda move: move.startswith("f"))
+
+
 def render_moves(legal: Sequence[str]) -> str:
-    """The numbered list of legal moves."""
+    """The numbered list of legal moves (:func:`listed`)."""
     if not legal:
         return "no legal move"
-    return "moves: " + "  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1))
+    return "moves: " + "  ".join(f"{i}) {m}" for i, m in enumerate(listed(legal), start=1))
+
+
+def numbered(text: str, legal: Sequence[str]) -> str:
+    """The move ``text`` names: the legal move of that number as :func:`render_moves`
+    lists them, or the text itself."""
+    moves = listed(legal)
+    return moves[int(text) - 1] if text.isdigit() and 0 < int(text) <= len(moves) else text
 
 
 def ordinal(n: int) -> str:
@@ -974,10 +988,7 @@ class _Session:
             elif text == "resign":
                 await self.client.resign()
             else:
-                legal = (self.client.view or {}).get("legal", [])
-                move = (
-                    legal[int(text) - 1] if text.isdigit() and 0 < int(text) <= len(legal) else text
-                )
+                move = numbered(text, (self.client.view or {}).get("legal", []))
                 ack = await self.client.move(move)
                 self.console.write(f"played {ack['move']}")
                 self.show_board()

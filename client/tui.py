@@ -48,8 +48,10 @@ from .terminal import (
     enter_room,
     gone_words,
     leave_quietly,
+    listed,
     login_name_note,
     new_account_note,
+    numbered,
     ordinal,
     refusal,
     render_attempt,
@@ -1016,7 +1018,7 @@ class RaceApp(App[int]):
     def _legal(self) -> list[str]:
         if self.mode == "watch" or self.state != "racing":
             return []
-        return list((self.client.view or {}).get("legal", []))
+        return listed((self.client.view or {}).get("legal", []))
 
     def _draw_moves(self) -> None:
         moves = self.query_one("#moves", Static)
@@ -1225,7 +1227,6 @@ class RaceApp(App[int]):
             else:
                 await self.client.set_settings(finish=words[1], finish_grace=number)
         else:
-            legal = (self.client.view or {}).get("legal", [])
-            move = legal[int(text) - 1] if text.isdigit() and 0 < int(text) <= len(legal) else text
+            move = numbered(text, (self.client.view or {}).get("legal", []))
             ack = await self.client.move(move)
             self.say(f"played {ack['move']}")

@@ -290,3 +290,15 @@ def test_a_command_that_ends_by_itself_does_not_wait_for_one_more_line() -> None
         process.stdin.close()
     assert process.stdout is not None and process.stdout.read() == "gave up\n"
     assert time.monotonic() - started < TIMEOUT
+
+
+def test_a_card_back_from_a_foundation_is_listed_last_and_numbered_so() -> None:
+    """``1`` played the first legal move, often a card back from a foundation (``f2-t1``):
+    typed again, it sent the same card home and back."""
+    from solrace.client.terminal import listed, numbered, render_moves
+
+    legal = ["f2-t1", "w-f", "t1-f", "f1-t3", "d"]
+    assert listed(legal) == ["w-f", "t1-f", "d", "f2-t1", "f1-t3"]
+    assert render_moves(legal) == "moves: 1) w-f  2) t1-f  3) d  4) f2-t1  5) f1-t3"
+    assert [numbered(str(n), legal) for n in range(1, 6)] == listed(legal)
+    assert numbered("6", legal) == "6" and numbered("t2-f", legal) == "t2-f"
