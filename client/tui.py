@@ -1177,7 +1177,10 @@ class RaceApp(App[int]):
             self._quit_asked = True
             return False
         if text in ("?", "moves"):
-            self.action_toggle_moves()
+            # Shown, not toggled: a "?" and its Enter typed at once come both as the input's
+            # change (which toggles) and as this line, and toggled twice showed nothing.
+            self._draw_moves()
+            self.query_one("#moves", Static).add_class("shown")
             return True
         if text == "help":
             self.say(self._help())

@@ -26,6 +26,7 @@ from solrace.cli import build_parser, main
 from solrace.client import Client
 from solrace.client.cli import build_app, full_screen
 from solrace.client.moves_help import GAME_MOVES, moves_text
+from solrace.client.terminal import listed
 from solrace.client.tui import (
     DAILY_HELP,
     STUCK_UNDO,
@@ -203,19 +204,28 @@ async def test_legal_moves_on_request_and_by_number(server: RunningServer) -> No
         await type_line(pilot, "start")
         await until(pilot, lambda: app.client.view is not None, "the deal")
         assert app.client.view is not None
-        legal = app.client.view["legal"]
+        legal = listed(app.client.view["legal"])  # as the clients number them
         await pilot.press("?")  # the key alone, without Enter
         assert moves.has_class("shown")
         assert app.query_one("#prompt", Input).value == ""  # the ? was not left in the prompt
-        listed = "  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1))
+        numbers = "  ".join(f"{i}) {m}" for i, m in enumerate(legal, start=1))
         await shows(
-            pilot, "#moves", rf"^Legal moves \(type the number or the move\): {re.escape(listed)}$"
+            pilot, "#moves", rf"^Legal moves \(type the number or the move\): {re.escape(numbers)}$"
         )
         await type_line(pilot, "1")
         await shows(pilot, "log", rf"played {re.escape(legal[0])}")
         await shows(pilot, "#board", r"moves 1 ")
-        after = app.client.view["legal"]
+        after = listed(app.client.view["legal"])
         await shows(pilot, "#moves", re.escape("1) " + after[0]))
+        await pilot.press("f2")
+        assert not moves.has_class("shown")
+        # ? and Enter at once (a fast typist, a paste): shown, not toggled twice to hidden.
+        prompt = app.query_one("#prompt", Input)
+        prompt.value = "?"  # its change is handled after the line it makes
+        await prompt.action_submit()
+        await pilot.pause()
+        await pilot.pause()
+        assert moves.has_class("shown")
         await pilot.press("f2")
         assert not moves.has_class("shown")
         await type_line(pilot, "t9-t1")
