@@ -67,8 +67,7 @@ async def test_a_ghost_keeps_the_runs_timing_and_ranks_as_it_ran(
                     if max(heard, default=0) == len(line):
                         break
         # Every move of the run came at its recorded time: exactly, in the race time the
-        # server gives it, and as heard here, within what the delivery of two events takes
-        # on a loaded test machine. The race's start is known here only as the time
+        # server gives it, and as heard here, within the bound below. The race's start is known here only as the time
         # race_started arrived, itself late by one event's delivery, so each move is
         # measured from the first (a run replayed all at once is off by its whole length).
         assert set(heard) == set(range(1, len(line) + 1))
@@ -76,7 +75,11 @@ async def test_a_ghost_keeps_the_runs_timing_and_ranks_as_it_ran(
         late = [heard[n] * 1000 - played["times"][n - 1] for n in sorted(heard)]
         drift = [x - late[0] for x in late]
         span = played["times"][-1] - played["times"][0]
-        bound = min(400, span / 3)
+        # A third of the run's length: a run replayed at once, or twice as fast, is off by
+        # more; the delivery of events on a machine busy with the other tests (up to 0.4 s
+        # seen) is not. The race time the server gave each move is checked exactly above.
+        bound = span / 3
+        assert span >= 1500, span  # long enough for the bound to tell the two apart
         assert max(drift) < bound and min(drift) > -bound, (late[0], min(drift), max(drift))
         assert -bound < late[0] < 2 * bound, late[0]
         # The ghost has won; Bea resigns, and ranks below it.
