@@ -255,6 +255,16 @@ class Guard:
             ),
         )
 
+        self.winnable_races = (
+            Budget(
+                "address_winnable_races_per_hour",
+                b.address_winnable_races_per_hour,
+                hour,
+                "address",
+                "started all the races of winnable deals",
+            ),
+        )
+
     # -- message rates -------------------------------------------------------------------
 
     def _bucket(self, key: str, rate: float, burst: int, now: float) -> _Bucket:

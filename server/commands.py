@@ -28,6 +28,7 @@ from ..protocol import (
     Sync,
 )
 from . import room as rooms
+from .budgets import Budget
 from .daily import address_counted
 from .deal_pool import CERTIFIABLE, playable_seed
 from .ghosts import GhostRun
@@ -396,11 +397,15 @@ class RoomCommands:
         player_id = session.player_id
         if room is None or player_id is None or not rooms.will_start(room, player_id, ready):
             return secrets.randbits(SEED_BITS), None, None, False  # no start: never dealt
-        await node.guard.spend(session, node.guard.races, node.now_ms())
-        if room.settings.ghost is not None:
-            run = await node.ghosts.find(room.settings.ghost, None)
+        ghost, winnable = room.settings.ghost, room.settings.winnable
+        budgets: tuple[Budget, ...] = node.guard.races
+        if ghost is None and winnable:
+            budgets += node.guard.winnable_races
+        await node.guard.spend(session, budgets, node.now_ms())
+        if ghost is not None:
+            run = await node.ghosts.find(ghost, None)
             return run.seed, run.par, run.ghost, True
-        if room.settings.winnable:
+        if winnable:
             asker = session.address if address_counted(session.address) else None
             seed, par = await node.deals.take(room.settings.variant, asker)
             return seed, par, None, True

@@ -103,6 +103,13 @@ class Budgets:
     """Races one address may start in an hour: enough for 16 rooms (64 connections in
     fours) to race every four minutes. Once it is spent, the address takes four certified
     deals a minute, far fewer than one solver worker certifies."""
+    address_winnable_races_per_hour: int = 60
+    """Races of rooms of winnable deals only that one address may start in an hour: each
+    takes a certified deal, which the solver workers replace, and a Rainbow Canfield deal
+    takes them seconds (a batch up to about 10 s). Rooms of three addresses looping start,
+    resign and rematch took them faster than that, and everyone else's race waited up to
+    a minute for its deal; 60 is a race a minute, enough for several rooms racing for real.
+    Refused before the deal is taken; a room of any deal is not counted."""
     api_requests_per_second: float = 10.0
     """Requests to the JSON API (``/api/``: each reads the store) from one address in a
     second, all its pages together; one more is answered ``429`` with ``Retry-After``. A

@@ -41,6 +41,7 @@ LOOSE_BUDGETS = Budgets(
     accounts_per_day=1 << 20,
     races_per_hour=1 << 20,
     address_races_per_hour=1 << 20,
+    address_winnable_races_per_hour=1 << 20,
     members_interval_s=0.0,
 )
 

@@ -668,11 +668,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     async def player_room(self, player_id: str) -> str | None:
         """The player's room, if it still exists."""
-        row = self.db.execute(
-            "SELECT room FROM players WHERE player_id = ?", (player_id,)
-        ).fetchone()
-        code = None if row is None else row[0]
-        return code if code in self._rooms else None
+        return self._existing_room(player_id, "room")
 
     async def set_daily_room(self, player_id: str, code: str) -> None:
         """Remember the attempt's room in the player's row."""
@@ -682,8 +678,13 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
 
     async def daily_room(self, player_id: str) -> str | None:
         """The latest attempt's room, if it still exists."""
+        return self._existing_room(player_id, "daily_room")
+
+    def _existing_room(self, player_id: str, column: str) -> str | None:
+        """The room a column of the player's row names (``room``, ``daily_room``), if it
+        still exists."""
         row = self.db.execute(
-            "SELECT daily_room FROM players WHERE player_id = ?", (player_id,)
+            f"SELECT {column} FROM players WHERE player_id = ?", (player_id,)
         ).fetchone()
         code = None if row is None else row[0]
         return code if code in self._rooms else None

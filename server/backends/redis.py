@@ -721,12 +721,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
 
     async def player_room(self, player_id: str) -> str | None:
         """The player's room, if it still exists."""
-        with self._guard():
-            code = _text(await self._redis.hget(self._player_key(player_id), "room"))
-            if code is None or not self._known(code):
-                return None
-            exists = await self._redis.exists(self._room_key(code, "room"))
-        return code if exists else None
+        return await self._existing_room(player_id, "room")
 
     async def set_daily_room(self, player_id: str, code: str) -> None:
         """HSET the player's ``daily`` field."""
@@ -735,8 +730,12 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
 
     async def daily_room(self, player_id: str) -> str | None:
         """The player's ``daily`` field, if that room still exists."""
+        return await self._existing_room(player_id, "daily")
+
+    async def _existing_room(self, player_id: str, field: str) -> str | None:
+        """The room a field of the player's hash names, if it still exists."""
         with self._guard():
-            code = _text(await self._redis.hget(self._player_key(player_id), "daily"))
+            code = _text(await self._redis.hget(self._player_key(player_id), field))
             if code is None or not self._known(code):
                 return None
             exists = await self._redis.exists(self._room_key(code, "room"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import TIMEOUT, ServerFactory
+from conftest import TIMEOUT, RunningServer, ServerFactory
 from daily_support import AT_ONCE, PASSWORD, account
 
 from solrace.client import Client, ServerError
@@ -70,12 +70,7 @@ async def test_a_room_made_and_left_on_the_other_node_does_not_hide_the_running_
     """The second cheat: the other connection made a room and left it, and leaving forgot
     the account's room, the running attempt's, so the next ask started attempt 2 beside
     it (and an account could be deleted mid-attempt)."""
-    first = await start_server(**AT_ONCE)
-    second = await start_server(**AT_ONCE)
-    async with account(first.url, "wren"):
-        pass
-    one = Client(first.url, account="wren", password=PASSWORD, request_timeout=TIMEOUT)
-    two = Client(second.url, account="wren", password=PASSWORD, request_timeout=TIMEOUT)
+    _, second, one, two = await _on_two_nodes(start_server, "wren")
     async with one, two:
         # A lobby first, on the second node: the attempt starts beside it, the lobby is
         # left, and the attempt is still the account's.
@@ -83,14 +78,8 @@ async def test_a_room_made_and_left_on_the_other_node_does_not_hide_the_running_
         room = await one.daily(VARIANT)
         assert room["settings"]["attempt"] == 1
         await two.leave()
-        with pytest.raises(ServerError) as beside:
-            await two.daily(VARIANT)
-        assert beside.value.code == "already_in_room"
-        # No room elsewhere while the attempt runs: made, joined or watched.
-        with pytest.raises(ServerError) as made:
-            await two.create_room(VARIANT)
-        assert made.value.code == "already_in_room"
-        assert room["code"] in str(made.value)
+        # No attempt beside it, and no room elsewhere while it runs: made, joined or watched.
+        await _refused_beside(two, room["code"])
         async with account(second.url, "finch") as host:
             lobby = await host.create_room(VARIANT)
             for role in ("player", "spectator"):
@@ -117,12 +106,7 @@ async def test_a_room_made_on_the_other_node_as_the_attempt_starts_does_not_hide
     that room then forgot the account's room, and the next ask started attempt 2 beside
     attempt 1. The interleaving is laid down here in the store as it happened: the lobby's
     note over the attempt's, then cleared by leaving."""
-    first = await start_server(**AT_ONCE)
-    second = await start_server(**AT_ONCE)
-    async with account(first.url, "kite"):
-        pass
-    one = Client(first.url, account="kite", password=PASSWORD, request_timeout=TIMEOUT)
-    two = Client(second.url, account="kite", password=PASSWORD, request_timeout=TIMEOUT)
+    _, second, one, two = await _on_two_nodes(start_server, "kite")
     async with one, two:
         room = await one.daily(VARIANT)
         assert room["settings"]["attempt"] == 1
@@ -132,13 +116,7 @@ async def test_a_room_made_on_the_other_node_as_the_attempt_starts_does_not_hide
         await backend.set_player_room(one.player_id, "LOBBYX")  # the late room's note
         await backend.forget_player_room(one.player_id, "LOBBYX")  # and its leave
         assert await backend.player_room(one.player_id) is None
-        with pytest.raises(ServerError) as beside:
-            await two.daily(VARIANT)
-        assert beside.value.code == "already_in_room"
-        with pytest.raises(ServerError) as made:
-            await two.create_room(VARIANT)
-        assert made.value.code == "already_in_room"
-        assert room["code"] in str(made.value)
+        await _refused_beside(two, room["code"])
         with pytest.raises(ServerError) as deleted:
             await two.delete_account(PASSWORD)
         assert deleted.value.code == "already_in_room"
@@ -146,3 +124,29 @@ async def test_a_room_made_on_the_other_node_as_the_attempt_starts_does_not_hide
         await one.next_event("race_over", timeout=TIMEOUT)
         second_try = await two.daily(VARIANT)  # attempt 1 is over: attempt 2 may start
         assert second_try["settings"]["attempt"] == 2
+
+
+async def _on_two_nodes(
+    start_server: ServerFactory, name: str
+) -> tuple[RunningServer, RunningServer, Client, Client]:
+    """Two nodes of one Redis, and the account ``name`` logged in to each (not connected
+    yet)."""
+    first = await start_server(**AT_ONCE)
+    second = await start_server(**AT_ONCE)
+    async with account(first.url, name):
+        pass
+    one = Client(first.url, account=name, password=PASSWORD, request_timeout=TIMEOUT)
+    two = Client(second.url, account=name, password=PASSWORD, request_timeout=TIMEOUT)
+    return first, second, one, two
+
+
+async def _refused_beside(other: Client, running: str) -> None:
+    """``other``, a connection of the account whose attempt runs in room ``running``, may
+    start no attempt beside it, nor make a room (told which room it races in)."""
+    with pytest.raises(ServerError) as beside:
+        await other.daily(VARIANT)
+    assert beside.value.code == "already_in_room"
+    with pytest.raises(ServerError) as made:
+        await other.create_room(VARIANT)
+    assert made.value.code == "already_in_room"
+    assert running in str(made.value)

@@ -183,3 +183,34 @@ def test_lifted_budgets_lift_the_races_and_the_api_rate() -> None:
     for name in (*RACE_BUDGETS, "api_requests_per_second", "api_burst"):
         assert getattr(lifted, name) >= 1 << 30, name
     assert {f.name for f in fields(Budgets)} >= {*RACE_BUDGETS}
+
+
+async def test_an_address_takes_a_share_of_the_certified_deals_an_hour(
+    start_server: ServerFactory,
+) -> None:
+    """Rooms of a few addresses looping races of winnable deals took the certified deals
+    faster than the solver replaced them (a Rainbow Canfield one takes seconds), and
+    everyone else's race waited up to a minute for its deal. Fresh identities of the
+    address share its count; its rooms of any deal are not counted."""
+    server = await serve(
+        start_server, address_winnable_races_per_hour=2, races_per_hour=100, deal_pool_size=0
+    )
+    deals = certified(3)
+    for deal in deals:
+        await server.node.backend.put_certified("canfield", *deal)
+    for n in range(2):
+        raw = await RawClient.open(server.url, name=f"w{n}", headers=at(ATTACKER))
+        await solo_room(raw, winnable=True)
+        await race(raw)
+    fresh = await RawClient.open(server.url, name="w2", headers=at(ATTACKER))
+    await solo_room(fresh, winnable=True)
+    over = await fresh.request({"type": "start"})
+    assert refused(over, "address_winnable_races_per_hour", 3600 / 2), over
+    assert "races of winnable deals" in over["message"], over
+    assert await server.node.backend.certified_count("canfield") == 1  # nothing taken
+    assert (await fresh.request({"type": "leave_room"}))["type"] == "ok"
+    await solo_room(fresh, winnable=False)  # any deal: not counted
+    await race(fresh)
+    neighbour = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
+    await solo_room(neighbour, winnable=True)
+    assert (await race(neighbour))["seed"] in {d[0] for d in deals}

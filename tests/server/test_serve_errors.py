@@ -132,8 +132,13 @@ def test_trusted_networks_are_parsed_once_not_at_every_connection(
 
 def leaderboard_export(cwd: Path, *argv: str) -> Exit:
     """Run ``solrace leaderboard export ARGV`` to its end."""
+    return leaderboard(cwd, "export", *argv)
+
+
+def leaderboard(cwd: Path, *argv: str) -> Exit:
+    """Run ``solrace leaderboard ARGV`` to its end."""
     process = subprocess.run(
-        [sys.executable, "-m", "solrace", "leaderboard", "export", *argv],
+        [sys.executable, "-m", "solrace", "leaderboard", *argv],
         cwd=cwd,
         env=clean_env(),
         stdout=subprocess.DEVNULL,
@@ -273,34 +278,12 @@ def test_a_database_the_node_may_only_read_is_refused_at_start(tmp_path: Path) -
     exported = leaderboard_export(tmp_path, "--data-dir", str(data))
     assert exported.code == 0 and "Traceback" not in exported.stderr, exported.stderr
     # A removal writes: one line (it was a traceback).
-    removed = subprocess.run(
-        [
-            *LEADERBOARD,
-            "remove",
-            "2026-12-04",
-            "canfield",
-            "p1",
-            "--reason",
-            "x",
-            "--data-dir",
-            str(data),
-        ],
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=4 * TIMEOUT,
-        check=False,
+    removed = leaderboard(
+        tmp_path, "remove", "2026-12-04", "canfield", "p1", "--reason", "x", "--data-dir", str(data)
     )
     assert_one_line_of(
-        Exit(removed.returncode, removed.stderr),
-        "leaderboard remove",
-        "refused a write: attempt to write a readonly database",
+        removed, "leaderboard remove", "refused a write: attempt to write a readonly database"
     )
-
-
-LEADERBOARD = [sys.executable, "-m", "solrace", "leaderboard"]
 
 
 def test_a_token_secret_cut_short_is_refused(tmp_path: Path) -> None:
