@@ -16,7 +16,7 @@ key                                    holds
 ``P:{CODE}:log:RACE:PLAYER``           stream: move number ``rev`` has id ``0-(rev+1)``
 ``P:{CODE}:log:RACE:PLAYER:over``      set once the log takes no more moves (a resignation,
                                        or the race over and its log deleted)
-``P:{CODE}:results``                   hash: race number -> ranked results
+``P:{CODE}:results``                   hash: race number -> ranked results (30 days)
 ``P:{CODE}:boards``                    hash: player id -> [race, spectator view]
 ``P:{CODE}:events``                    sharded pub/sub channel of the room's events
 ``P:{budgets}:NAME:SUBJECT``           when the budget's next one is due (ms), expiring then
@@ -102,6 +102,10 @@ from .redis_daily import RedisDailyMixin
 __all__ = ["RedisBackend", "RedisNotUsable", "cluster_url", "url_problem"]
 
 log = structlog.get_logger("solrace.server")
+
+RESULTS_KEEP_MS = 30 * 86_400_000
+"""How long a room's results outlive its last race (as kept races do by default): each
+race's results were kept for ever, a row an address could add at its races' rate."""
 
 #: Errors that mean "Redis cannot be reached or cannot write now", never a bug of ours.
 UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
@@ -1277,10 +1281,14 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     async def save_results(
         self, code: str, race: int, variant: str, seed: int, results: list[dict[str, Any]]
     ) -> None:
-        """Keep the results in the room's results hash (it outlives the room)."""
+        """Keep the results in the room's results hash: it outlives the room, by
+        :data:`RESULTS_KEEP_MS` after its last race (where rooms expire at all)."""
         record = _pack({"variant": variant, "seed": seed, "results": results})
+        key = self._room_key(code, "results")
         with self._guard():
-            await self._redis.hset(self._room_key(code, "results"), str(race), record)
+            await self._redis.hset(key, str(race), record)
+            if self.room_ttl_ms > 0:
+                await self._redis.pexpire(key, max(RESULTS_KEEP_MS, self.room_ttl_ms))
 
     async def load_results(self, code: str, race: int) -> dict[str, Any] | None:
         """A finished race's results."""

@@ -728,3 +728,16 @@ async def test_the_records_a_node_remembers_are_bounded(
     outcome = await backend.update_room(codes[0], joining("carol"))
     assert outcome.room is not None and "carol" in outcome.room.members
     assert list(backend._records) == [*codes[-2:], codes[0]]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_results_on_redis_are_forgotten_a_while_after_the_last_race(
+    backend: Backend,
+) -> None:
+    from solrace.server.backends.redis import RESULTS_KEEP_MS, RedisBackend
+
+    assert isinstance(backend, RedisBackend)
+    await backend.create_room(new_room())
+    await backend.save_results(CODE, 1, "canfield", 7, [{"rank": 1, "player_id": "alice"}])
+    left = await backend._redis.pttl(backend._room_key(CODE, "results"))
+    assert RESULTS_KEEP_MS - 60_000 < left <= RESULTS_KEEP_MS
