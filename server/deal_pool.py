@@ -223,6 +223,17 @@ class _Workers:
             await _terminate(pool, processes)
 
 
+class _Waiter:
+    """A race waiting for a deal certified now: its address, since when, and the deal."""
+
+    __slots__ = ("asker", "deal", "since")
+
+    def __init__(self, asker: str | None, since: float, deal: asyncio.Future[Certified]) -> None:
+        self.asker = asker
+        self.since = since
+        self.deal = deal
+
+
 class DealPool:
     """A node's share of the certified deals: taken for races, topped up in workers."""
 
@@ -236,6 +247,9 @@ class DealPool:
         self._filling: dict[str, asyncio.Task[None]] = {}
         self._daily_locks: dict[tuple[str, str, bool], asyncio.Lock] = {}
         self._asking: set[str | None] = set()  # addresses waiting for a deal certified now
+        self._waiting: dict[str, list[_Waiter]] = {}  # by game: races waiting for a deal
+        self._certifying: dict[str, asyncio.Task[None]] = {}  # by game: the loop serving them
+        self._served: dict[str | None, list[float]] = {}  # by address: deals handed out now
         self._days: asyncio.Task[None] | None = None
         self._choosing: dict[tuple[str, str], asyncio.Task[DayDeal]] = {}
         self.answer_wait_s = ANSWER_WAIT_S
@@ -392,10 +406,7 @@ class DealPool:
             if asker is not None:
                 self._asking.add(asker)
             try:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(WAIT_S):
-                        while found is None:
-                            found = await self._certify(variant, now=True)
+                found = await self._wait_for_deal(variant, asker)
             finally:
                 self._asking.discard(asker)
         if found is None:
@@ -408,17 +419,80 @@ class DealPool:
             await backend.keep_line(variant, seed, line, self.node.now_ms(), keep_ms)
         return seed, par
 
+    async def _wait_for_deal(self, variant: str, asker: str | None) -> Certified | None:
+        """A deal certified now for a race whose game's pool is empty, or None after
+        :data:`WAIT_S`.
+
+        The races waiting share one loop of batches in the worker for work someone waits
+        for, and each deal it certifies goes to the waiting race whose address was handed
+        the fewest such deals in the last hour (the one waiting longest among those): the
+        rooms of a few addresses looping races once queued a batch each ahead of every
+        other race, whose start then waited up to a minute."""
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(asker, loop.time(), loop.create_future())
+        self._waiting.setdefault(variant, []).append(waiter)
+        task = self._certifying.get(variant)
+        if task is None or task.done():
+            self._certifying[variant] = asyncio.ensure_future(self._serve_waiting(variant))
+        try:
+            async with asyncio.timeout(WAIT_S):
+                return await asyncio.shield(waiter.deal)
+        except TimeoutError:
+            if waiter.deal.done():  # handed to it as it gave up: the pool keeps it
+                await self.node.backend.put_certified(variant, *waiter.deal.result())
+            return None
+        finally:
+            waiting = self._waiting.get(variant, [])
+            if waiter in waiting:
+                waiting.remove(waiter)
+
+    async def _serve_waiting(self, variant: str) -> None:
+        """Certify deals of ``variant`` now while races wait for one, each to the race
+        :meth:`_wait_for_deal` says."""
+        waiting = self._waiting.setdefault(variant, [])
+        while waiting and not self.node.stopped:
+            try:
+                found = await self._certify(variant, now=True)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a worker failure: the races wait on, up to their end
+                log.warning("deal_certify_failed", variant=variant, exc_info=True)
+                await asyncio.sleep(1.0)
+                continue
+            if found is None:
+                continue
+            if not waiting:  # every race gave up meanwhile: the pool keeps it
+                await self.node.backend.put_certified(variant, *found)
+                break
+            now = asyncio.get_running_loop().time()
+            picked = min(waiting, key=lambda w: (self._served_lately(w.asker, now), w.since))
+            waiting.remove(picked)
+            self._served.setdefault(picked.asker, []).append(now)
+            picked.deal.set_result(found)
+
+    def _served_lately(self, asker: str | None, now: float) -> int:
+        """Deals certified now handed to ``asker``'s races in the last hour."""
+        times = self._served.get(asker)
+        if not times:
+            return 0
+        times[:] = [t for t in times if now - t < 3600.0]
+        if not times:
+            del self._served[asker]
+        return len(times)
+
     async def close(self) -> None:
         """Stop topping up and let the workers go."""
         await cancel_until_done(
             [
                 *self._filling.values(),
                 *self._choosing.values(),
+                *self._certifying.values(),
                 *([self._days] if self._days else []),
             ]
         )
         self._filling = {}
         self._choosing = {}
+        self._certifying = {}
         self._days = None
         await self._ahead.close()
         await self._now.close()

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
-from conftest import LOOSE_BUDGETS, RunningServer, ServerFactory
+import pytest
+from conftest import LOOSE_BUDGETS, TIMEOUT, RunningServer, ServerFactory
 from e2e_support import FAST, RawClient
 
 from solrace.server.config import Budgets
@@ -214,3 +215,44 @@ async def test_an_address_takes_a_share_of_the_certified_deals_an_hour(
     neighbour = await RawClient.open(server.url, name="neighbour", headers=at(NEIGHBOUR))
     await solo_room(neighbour, winnable=True)
     assert (await race(neighbour))["seed"] in {d[0] for d in deals}
+
+
+async def test_a_deal_certified_now_goes_to_the_address_served_least(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the pool empty, every waiting race queued its own batches in the one worker
+    for deals someone waits for, first come first served: the rooms of a few addresses
+    looping races kept a batch each ahead of anyone else's race, which waited up to a
+    minute. One loop serves them all now, each deal to the address handed fewest lately.
+    The solver's pace is held here by a gate, so that both races wait for the same deal."""
+    import asyncio
+
+    server = await serve(start_server, deal_pool_size=0)
+    pool = server.node.deals
+    deals = iter(certified(4))
+    gate = asyncio.Semaphore(2)  # two deals at once for the looper's first races
+
+    async def certify_now(variant: str, *, now: bool = False) -> tuple[int, int, str]:
+        await gate.acquire()
+        return next(deals)
+
+    monkeypatch.setattr(pool, "_certify", certify_now)
+    looper = await RawClient.open(server.url, name="looper", headers=at(ATTACKER))
+    await solo_room(looper, winnable=True)
+    for _ in range(2):
+        await race(looper)
+    honest = await RawClient.open(server.url, name="honest", headers=at(NEIGHBOUR))
+    await solo_room(honest, winnable=True)
+    first = asyncio.ensure_future(looper.request({"type": "start"}))
+    async with asyncio.timeout(TIMEOUT):
+        while len(pool._waiting.get("canfield", [])) < 1:
+            await asyncio.sleep(0.01)
+    second = asyncio.ensure_future(honest.request({"type": "start"}))
+    async with asyncio.timeout(TIMEOUT):
+        while len(pool._waiting.get("canfield", [])) < 2:
+            await asyncio.sleep(0.01)
+    gate.release()  # one deal: the honest host's, though the looper asked first
+    assert (await asyncio.wait_for(second, TIMEOUT))["type"] == "ok"
+    assert not first.done()
+    gate.release()
+    assert (await asyncio.wait_for(first, TIMEOUT))["type"] == "ok"
