@@ -332,13 +332,19 @@ class Client:
                 and server.get("node") == before.get("node")
                 and server.get("boot") != before.get("boot")
             )
-            self._events.put_nowait({"type": "resumed", "restarted": restarted})
+            resumed = {"type": "resumed", "restarted": restarted}
+            rejoin = self._spectating is not None and welcome.get("room") is None
+            if not rejoin:
+                self._events.put_nowait(resumed)
             assert self._ws is not None
             for pending in list(self._pending.values()):
                 await self._ws.send(self.codec.encode_request(pending.request))
-            if self._spectating is not None and welcome.get("room") is None:
-                # A spectator leaves its room when its connection drops: join it again.
-                task = asyncio.ensure_future(self._rejoin(self._spectating))
+            if self._spectating is not None and rejoin:
+                # A spectator leaves its room when its connection drops: join it again,
+                # and say the connection is back once the room is (the caller reads the
+                # room's clock and standings then: a watcher's clock after a restart was
+                # the one before).
+                task = asyncio.ensure_future(self._rejoin(self._spectating, resumed))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             return True
@@ -539,10 +545,14 @@ class Client:
         self._spectating = room["code"] if role == "spectator" else None
         return room
 
-    async def _rejoin(self, code: str) -> None:
-        with contextlib.suppress(ServerError, ClientClosed, TimeoutError):
+    async def _rejoin(self, code: str, resumed: dict[str, Any]) -> None:
+        try:
             await self.join(code, "spectator")
-            self._events.put_nowait({"type": "room", "id": None, "room": self.room})
+        except (ServerError, ClientClosed, TimeoutError):
+            self._events.put_nowait(resumed)
+            return
+        self._events.put_nowait(resumed)
+        self._events.put_nowait({"type": "room", "id": None, "room": self.room})
 
     async def leave(self) -> None:
         """Leave the room."""

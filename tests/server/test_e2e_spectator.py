@@ -95,8 +95,11 @@ async def test_a_dropped_spectator_is_back_in_the_room_after_resuming(
     room = await host.create_room("canfield", countdown=0, spectators="live")
     watcher = await make_client("watcher")
     await watcher.join(room["code"], role="spectator")
+    before = watcher.room
     await watcher.drop()
     await watcher.next_event("resumed", timeout=TIMEOUT)
+    # Said once the room is back: its clock and standings are the fresh snapshot's.
+    assert watcher.room is not before and watcher.room is not None
     back = await watcher.next_event("room", timeout=TIMEOUT)
     assert back["room"]["code"] == room["code"]
     assert back["room"]["you"]["role"] == "spectator"
