@@ -105,11 +105,10 @@ class DailyCommands:
         """Refuse a start while another connection of the account plays an attempt (a
         daily room's one player: its race is on while the player's game is)."""
         commands = self.node.commands
-        room = await commands.racing_room(player_id)
-        if room is None or room.settings.daily is None:
-            # The room pointer may name another room: a room made on another connection
-            # (another node) as this attempt started overwrote it, and leaving that room
-            # cleared it. The attempt's own record names it still.
+        room = await commands.racing_room(player_id)  # the attempt's record read if need be
+        if room is not None and room.settings.daily is None:
+            # The room pointer names a race of another room, made on another connection
+            # (another node) as this attempt started: the attempt's own record names it.
             room = await commands.racing_in(
                 await self.node.backend.daily_room(player_id), player_id
             )

@@ -22,6 +22,7 @@ from . import room as rooms
 
 if TYPE_CHECKING:
     from .node import Node
+    from .room import Room
     from .session import Session
 
 __all__ = [
@@ -122,12 +123,7 @@ class Identity:
             player_id, name, gen = known
             if await backend.account(player_id) is None:  # an account keeps its name
                 wanted = name if req.name is None else check_name(req.name, max_len)
-                # A guest back to its room keeps the name it has there, though an account
-                # took one like it meanwhile: refused, it could not resume its race (a
-                # rival claiming a look-alike name while it was away made it lose). It
-                # picks another once it is out of the room.
-                if wanted != name or not await self._in_a_room(player_id):
-                    await self._check_guest_name(wanted)
+                await self._check_guest_name(wanted, player_id if wanted == name else None)
                 if wanted != name:
                     name = wanted
                     await backend.save_player(player_id, name)
@@ -143,23 +139,30 @@ class Identity:
         async with node.player_lock(player_id):
             await self._take_over(session, req, player_id, name, gen)
 
-    async def _in_a_room(self, player_id: str) -> bool:
-        """Whether the player is a member of the room its pointer names."""
+    async def _room_of(self, player_id: str) -> tuple[str | None, Room | None]:
+        """The room the player's pointer names, and that room if the player is a member
+        of it (else None)."""
         backend = self.node.backend
         code = await backend.player_room(player_id)
         room = await backend.load_room(code) if code else None
-        return room is not None and player_id in room.members
+        return code, room if room is not None and player_id in room.members else None
 
-    async def _check_guest_name(self, name: str) -> None:
+    async def _check_guest_name(self, name: str, keeping: str | None = None) -> None:
         """Refuse a guest a name an account has, or one that looks like it (the forms
         account names are compared by, :func:`.names.name_keys`): in a room the two would
-        look the same. A guest named so before the account was claimed picks another."""
-        if await self.node.backend.account_named(names.name_keys(name)) is not None:
-            raise ProtocolError(
-                ErrorCode.NAME_TAKEN,
-                f"an account has the name {name!r}, or one that looks like it: pick another "
-                "name, or log in to the account",
-            )
+        look the same. A guest named so before the account was claimed picks another,
+        but for one coming back (``keeping``, its player id, with the name it had) to the
+        room it is a member of: it keeps its name there, as refused it could not resume
+        its race (a rival claiming a look-alike name while it was away made it lose)."""
+        if await self.node.backend.account_named(names.name_keys(name)) is None:
+            return
+        if keeping is not None and (await self._room_of(keeping))[1] is not None:
+            return
+        raise ProtocolError(
+            ErrorCode.NAME_TAKEN,
+            f"an account has the name {name!r}, or one that looks like it: pick another "
+            "name, or log in to the account",
+        )
 
     async def _take_over(
         self, session: Session, req: Hello, player_id: str, name: str, gen: int
@@ -181,9 +184,8 @@ class Identity:
         token = sign_token(node.secret, player_id, gen)
         created_ms = await backend.account_created_ms(player_id)
         account = None if created_ms is None else {"name": name, "created_ms": created_ms}
-        code = await backend.player_room(player_id)
-        room = await backend.load_room(code) if code else None
-        if room is None or player_id not in room.members:
+        code, room = await self._room_of(player_id)
+        if room is None:
             if code:
                 await backend.forget_player_room(player_id, code)
             await session.reply(
