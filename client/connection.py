@@ -333,18 +333,18 @@ class Client:
                 and server.get("boot") != before.get("boot")
             )
             resumed = {"type": "resumed", "restarted": restarted}
-            rejoin = self._spectating is not None and welcome.get("room") is None
-            if not rejoin:
+            rejoin = self._spectating if welcome.get("room") is None else None
+            if rejoin is None:
                 self._events.put_nowait(resumed)
             assert self._ws is not None
             for pending in list(self._pending.values()):
                 await self._ws.send(self.codec.encode_request(pending.request))
-            if self._spectating is not None and rejoin:
+            if rejoin is not None:
                 # A spectator leaves its room when its connection drops: join it again,
                 # and say the connection is back once the room is (the caller reads the
                 # room's clock and standings then: a watcher's clock after a restart was
                 # the one before).
-                task = asyncio.ensure_future(self._rejoin(self._spectating, resumed))
+                task = asyncio.ensure_future(self._rejoin(rejoin, resumed))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             return True
