@@ -29,6 +29,7 @@ from .client.terminal import render_board
 from .client.urls import unreachable_http
 from .engine import VARIANTS
 from .server import BackendUnavailable, ServerConfig, make_backend
+from .server.backends.embedded import unwritable
 from .server.cli import store_problem
 from .server.daily import (
     BOARDS,
@@ -159,11 +160,7 @@ def _main(args: argparse.Namespace) -> int:
 def _write_refused(folder: Path, error: Exception) -> str:
     """One line for a store in ``folder`` that refused a write, naming why."""
     reason = (error.strerror if isinstance(error, OSError) else None) or str(error)
-    why = f"the store in {folder} refused a write: {reason.lower()}"
-    for item in (folder / DATA_FILES[0], folder):
-        if item.exists() and not os.access(item, os.W_OK):
-            return f"{why} ({item} is read-only to this process)"
-    return why
+    return f"the store in {folder} refused a write: {reason.lower()}{unwritable(folder)}"
 
 
 # What a node on the embedded backend keeps in its data directory (EmbeddedBackend).

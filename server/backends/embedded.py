@@ -62,7 +62,7 @@ from .base import (
 )
 from .embedded_accounts import ACCOUNTS_SCHEMA, EmbeddedAccountsMixin
 
-__all__ = ["EmbeddedBackend"]
+__all__ = ["EmbeddedBackend", "unwritable"]
 
 log = structlog.get_logger("solrace.server")
 
@@ -390,13 +390,7 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
         """The SQLite file cannot be opened or written: why, naming it."""
         path = self.data_dir / DB_FILE
         doing = "write to" if error.sqlite_errorname.startswith("SQLITE_READONLY") else "open"
-        why = str(error)
-        for item in (path, self.data_dir):
-            if item.exists() and not os.access(item, os.W_OK):
-                why += f" ({item} is read-only to this process)"
-                break
-        else:
-            why += _disk_full(self.data_dir)
+        why = str(error) + (unwritable(self.data_dir) or _disk_full(self.data_dir))
         return BackendUnavailable(f"cannot {doing} {path}: {why}")
 
     async def close(self) -> None:
@@ -1316,6 +1310,15 @@ def _write_secret(path: Path) -> None:
     finally:
         with contextlib.suppress(OSError):
             partial.unlink()
+
+
+def unwritable(data_dir: Path) -> str:
+    """Words on the data directory, or its SQLite file, where this process may not write
+    to it; else nothing."""
+    for item in (data_dir / DB_FILE, data_dir):
+        if item.exists() and not os.access(item, os.W_OK):
+            return f" ({item} is read-only to this process)"
+    return ""
 
 
 def _disk_full(folder: Path) -> str:
