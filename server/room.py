@@ -328,6 +328,28 @@ class Room:
     par: int | None = None
     """The length of the solver's winning line of the race's deal, when it certified one."""
 
+    def progressed(self, players: dict[str, PlayerRace], seq: int, deadline_ms: int | None) -> Room:
+        """This record with new standings, as ``replace`` would make it.
+
+        A room's standings change several times a second while it races, and
+        ``dataclasses.replace`` costs about twice this direct copy, field by field.
+        """
+        return Room(
+            self.code,
+            self.settings,
+            self.state,
+            self.host,
+            self.members,
+            seq,
+            self.race,
+            self.seed,
+            self.starts_ms,
+            deadline_ms,
+            players,
+            self.results,
+            self.par,
+        )
+
     def role_of(self, player_id: str) -> Role | None:
         """The member's role, or None if not a member."""
         member = self.members.get(player_id)
@@ -933,7 +955,7 @@ def standings(room: Room, updates: list[Standing]) -> Outcome:
     if not entries:
         return Outcome(room)
     seq = room.seq + 1  # as _emit would number it, in one copy of the record, not two
-    room = replace(room, players=players, seq=seq, deadline_ms=_deadline(room, players))
+    room = room.progressed(players, seq, _deadline(room, players))
     if any(e["status"] == "won" for e in entries):
         placed = places(room)
         for entry in entries:

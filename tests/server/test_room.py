@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import msgpack
@@ -564,6 +564,25 @@ def test_standings_of_several_players_make_one_progress_event() -> None:
     assert room.players["ann"] == PlayerRace("Ann", banked=1, moves=7, elapsed_ms=1500)
     assert room.players["bob"] == PlayerRace("Bob", banked=1)
     assert room.state is RoomState.RACING
+
+
+def test_new_standings_keep_every_other_field_of_the_record() -> None:
+    """``Room.progressed`` copies the record field by field: a field it left out would be
+    reset to its default by every progress report."""
+    room = replace(
+        racing("ann", "bob"),
+        seed=SEED,
+        deadline_ms=T0 + 60_000,
+        results=[{"player_id": "ann"}],
+        par=42,
+    )
+    players = {"ann": PlayerRace("Ann", banked=3)}
+    new = room.progressed(players, room.seq + 1, T0 + 5_000)
+    changed = {"players": players, "seq": room.seq + 1, "deadline_ms": T0 + 5_000}
+    for field in fields(Room):  # each set here to a value other than its default
+        assert getattr(room, field.name) != field.default, field.name
+        assert getattr(new, field.name) == changed.get(field.name, getattr(room, field.name))
+    assert new == replace(room, **changed)
 
 
 def test_standings_leave_out_a_player_whose_game_is_over() -> None:
