@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 import msgpack
+from msgpack import unpackb as _unpackb
 
 from .errors import ErrorCode, ProtocolError
 from .limits import Limits
@@ -250,6 +251,34 @@ class MsgpackCodec(Codec):
             raise ProtocolError(
                 ErrorCode.MALFORMED_FRAME, f"not a valid msgpack frame: {detail}"
             ) from None
+
+    def decode_move(self, frame: bytes | str) -> tuple[int, str, int] | None:
+        """As :meth:`Codec.decode_move`, in fewer steps: one frame of this per move.
+
+        The frame is parsed without the per-field limits of :meth:`loads`: a map that can
+        pass the checks below has four short fields, and whatever else a frame of at
+        most ``max_frame_bytes`` holds is refused here and decoded by :meth:`decode`,
+        which applies them.
+        """
+        if type(frame) is not bytes or len(frame) > self.limits.max_frame_bytes:
+            return None
+        try:
+            data = _unpackb(frame)
+        except Exception:  # msgpack raises several internal types on bad input
+            return None
+        if type(data) is not dict or len(data) != 4 or data.get("type") != "move":
+            return None
+        request_id, move, rev = data.get("id"), data.get("move"), data.get("rev")
+        if (
+            type(request_id) is int
+            and type(rev) is int
+            and type(move) is str
+            and 0 <= request_id <= MAX_INT
+            and 0 <= rev <= MAX_INT
+            and len(move) <= self.limits.max_str_len
+        ):
+            return request_id, move, rev
+        return None
 
     def dumps(self, data: dict[str, Any]) -> bytes:
         """Serialize to msgpack."""

@@ -630,6 +630,10 @@ MOVE_FRAMES: list[Any] = [
     {"type": "move", "id": 1, "move": "d", "rev": 1.0},
     {"type": "ping", "id": 1, "move": "d", "rev": 0},
     {"type": "move", "id": 1, "mov": "d", "rev": 0},
+    {"type": "move", "id": 1, "move": b"d", "rev": 0},
+    {"type": "move", "id": 1, "move": "d", "rev": msgpack.Timestamp(0)},
+    {"type": "move", "id": 1, "move": [[["d"]]], "rev": 0},
+    {"type": "move", "id": 1, 2: "d", "rev": 0},
     [1, 2, 3],
 ]
 
