@@ -803,7 +803,8 @@ class EmbeddedBackend(EmbeddedAccountsMixin, Backend):
                 return
         if rev != len(log.moves):
             raise ProtocolError(ErrorCode.STALE_REVISION, f"the log holds {len(log.moves)} moves")
-        self._write()
+        if self._timer is None or self._failed is not None:
+            self._write()  # opens the group its commit writes the move in (one a pass or window)
         self._moves.append((code, race, player_id, rev, move, at_ms))
         log.add(move, at_ms)
 
