@@ -118,8 +118,11 @@ class MovePath:
         """The room, its record and the player, if the session may move now (``now_ms``:
         the node's clock, read here if not given); else raise."""
         node = self.node
-        player_id = node.identified(session)
-        code = node.in_room(session)
+        player_id, code = session.player_id, session.room
+        if player_id is None:
+            player_id = node.identified(session)  # raises NOT_IDENTIFIED
+        if code is None:
+            code = node.in_room(session)  # raises NOT_IN_ROOM
         held = node.held.get(code)
         room = held.record if held is not None else None
         if held is None or room is None or room.state is not RoomState.RACING:
@@ -262,10 +265,7 @@ class MovePath:
         except Exception as error:
             self._not_logged(session, request_id, held, room, player_id, error)
         else:
-            self._report(
-                _Taken(session, request_id, notation, change, game, held, room, player_id),
-                now_ms,
-            )
+            self._report(session, request_id, notation, change, game, held, room, player_id, now_ms)
         self._timings.observe(time.perf_counter() - started)
         return True
 
@@ -282,20 +282,34 @@ class MovePath:
             else pending.exception()
         )
         if error is None:
-            self._report(taken, now_ms)
+            self._report(*taken, now_ms)
         else:
             self._not_logged(
                 session, taken.request_id, taken.held, taken.room, taken.player_id, error
             )
         self._timings.observe(time.perf_counter() - started)
 
-    def _report(self, taken: _Taken, now_ms: int) -> None:
-        """The effects of a move taken from the socket once it is logged."""
+    def _report(
+        self,
+        session: Session,
+        request_id: int,
+        notation: str,
+        change: Change,
+        game: Game,
+        held: LocalRoom,
+        room: Room,
+        player_id: str,
+        now_ms: int,
+    ) -> None:
+        """The effects of a move taken from the socket once it is logged (the fields of a
+        :class:`_Taken`, then the time it was logged)."""
         try:
-            if self.logged(*taken, now_ms):
-                self.flush_now(taken.held)
+            if self.logged(
+                session, request_id, notation, change, game, held, room, player_id, now_ms
+            ):
+                self.flush_now(held)
         except Exception:  # the move is logged and acked: the room hears of it later
-            log.exception("report_failed", conn=taken.session.conn_id, room=taken.room.code)
+            log.exception("report_failed", conn=session.conn_id, room=room.code)
 
     def _not_logged(
         self,
@@ -593,9 +607,13 @@ class MovePath:
             return
         node = self.node
         backend = node.backend
-        if not backend.in_process or any(s.status != "playing" for s in held.pending.values()):
+        if not backend.in_process:
             node.spawn(self._flush_locked(held))
             return
+        for standing in held.pending.values():
+            if standing.status != "playing":
+                node.spawn(self._flush_locked(held))
+                return
         race = held.race
         updates = held.take_waiting(time.monotonic())
         boards = self._boards(held, updates)
@@ -606,9 +624,16 @@ class MovePath:
             )
         except ProtocolError:
             return  # the race ended meanwhile (its results came from the log and the room)
-        if outcome.room is not None and not held.closed:
-            held.keep(outcome.room)
-            node.arm(held)
+        new = outcome.room
+        if new is not None and not held.closed:
+            old = held.record
+            held.keep(new)
+            if (
+                held.timer is None
+                or new.deadline_ms != old.deadline_ms
+                or new.members is not old.members
+            ):
+                node.arm(held)  # else its timer is set for the deadlines it has kept
         for event in outcome.events:  # progress only: no game in it is over
             backend.publish_now(held.code, event.to_wire())
 
