@@ -12,6 +12,7 @@ import ssl
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import structlog
@@ -297,6 +298,7 @@ class SolraceServer:
             # background while the loop below drains, and no longer handles, those frames.
             nonlocal closing
             closing = True
+            ws.take = None  # the frames read from now on are drained by the loop below
             if code == CloseCode.POLICY_VIOLATION:  # a flood: its frames are not waited for
                 ws.drop(code, reason)
                 return
@@ -330,10 +332,7 @@ class SolraceServer:
         metrics = self.node.metrics
         metrics.connections.inc()
 
-        def take(frame: bytes) -> bool:
-            return not closing and self.node.take_move(session, frame)
-
-        ws.start_reading(take)
+        ws.start_reading(None if closing else partial(self.node.moves.take, session))
         try:
             async for frame in ws:
                 ws.queued -= 1

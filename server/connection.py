@@ -800,7 +800,12 @@ class Connection(ServerConnection):
                 self._unread = buf[pos:]
                 return
             if first == OP_BINARY and not self._partial:
-                self._message(apply_mask(buf[head + 4 : stop], buf[head : head + 4]))
+                data = apply_mask(buf[head + 4 : stop], buf[head : head + 4])
+                # A whole binary message: taken at once (see _offer), or queued for the handler.
+                take = self.take
+                if take is None or self.queued or not take(data):
+                    self.queued += 1
+                    super().process_event(Frame(Opcode.BINARY, data))
             elif first & 0x0F in _PINGS_AND_PONGS and not self._ping_allowed():
                 self._unread = b""
                 return
@@ -815,13 +820,6 @@ class Connection(ServerConnection):
         self._reads = _PASSED
         self._unread = b""
         self._receive(buf[pos:])
-
-    def _message(self, data: bytes) -> None:
-        """A whole binary message read here: taken at once, or queued for the handler."""
-        if self._offer(data):
-            return
-        self.queued += 1
-        super().process_event(Frame(Opcode.BINARY, data))
 
     def _offer(self, data: bytes) -> bool:
         return self.take is not None and not self._partial and self.queued == 0 and self.take(data)
