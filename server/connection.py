@@ -474,16 +474,20 @@ class Connection(ServerConnection):
         self._deferred = False
         self.corked = False
         writes = self.protocol.data_to_send()
+        transport = self.transport
         if self._out:
             out, self._out = self._out, []
             self._out_size = 0
-            if writes:
-                out.extend(writes)
+            if not writes:  # most writes: frames pushed, nothing of websockets' own
+                self.before_write()
+                transport.write(out[0] if len(out) == 1 else b"".join(out))
+                self._check_paused()
+                return
+            out.extend(writes)
             writes = out
         if not writes:
             return
         self.before_write()
-        transport = self.transport
         run: list[bytes] = []
         for data in writes:
             if data:
@@ -500,7 +504,11 @@ class Connection(ServerConnection):
                 transport.close()
         if run:
             transport.write(run[0] if len(run) == 1 else b"".join(run))
-        if self._holds & _PAUSE_WRITES and transport.get_write_buffer_size() > self.max_buffer:
+        self._check_paused()
+
+    def _check_paused(self) -> None:
+        """Abort the connection if its socket holds more than the write buffer's limit."""
+        if self._holds & _PAUSE_WRITES and self.transport.get_write_buffer_size() > self.max_buffer:
             self._abort_too_slow()
 
     def ping_now(self) -> bool:

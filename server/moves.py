@@ -478,10 +478,14 @@ class MovePath:
         """
         now = now_ms
         status = STATUS_TEXT[game.status]
+        banked = game.banked
+        reached = held.reached.get(player_id)
+        if reached is not None and banked < len(reached):
+            banked_at = reached[banked]  # most moves: a count reached before
+        else:
+            banked_at = held.first_reached(player_id, banked, now)
         waiting = held.pending
         previous = waiting.get(player_id)
-        banked = game.banked
-        banked_at = held.first_reached(player_id, banked, now)
         if previous is None:
             waiting[player_id] = Standing(
                 player_id, now, status, banked, game.moves, None, banked_at
@@ -492,11 +496,14 @@ class MovePath:
             previous.banked = banked
             previous.moves = game.moves
             previous.banked_at_ms = banked_at
-        interval = self.node.config.progress_interval_s
+        node = self.node
+        interval = node.config.progress_interval_s
+        if status != "playing" or interval <= 0:
+            return True
         since = time.monotonic() - held.reported_at
         due_now = since >= interval
-        in_process = self.node.backend.in_process
-        if status != "playing" or interval <= 0 or (due_now and in_process):
+        in_process = node.backend.in_process
+        if due_now and in_process:
             return True
         if held.report_timer is None:
             loop = asyncio.get_running_loop()
