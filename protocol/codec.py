@@ -65,6 +65,25 @@ def _request_id(data: dict[str, Any]) -> int | None:
     return None
 
 
+def _move_fields(data: Any, limits: Limits) -> tuple[int, str, int] | None:
+    """``(id, move, rev)`` if ``data`` is a plain move request as :meth:`Codec.decode` would
+    take it (a map of ``type``, ``id``, ``move`` and ``rev``, within the limits), else None.
+    No PlayMove is made: one frame of this comes per move."""
+    if type(data) is not dict or len(data) != 4 or data.get("type") != "move":
+        return None
+    request_id, move, rev = data.get("id"), data.get("move"), data.get("rev")
+    if (
+        type(request_id) is int
+        and type(rev) is int
+        and type(move) is str
+        and 0 <= request_id <= MAX_INT
+        and 0 <= rev <= MAX_INT
+        and len(move) <= limits.max_str_len
+    ):
+        return request_id, move, rev
+    return None
+
+
 class _LongNumber:
     """A JSON integer of more digits than any number of the protocol (20, for 2^64 − 1).
 
@@ -153,19 +172,7 @@ class Codec:
             data = self.loads(frame)
         except ProtocolError:
             return None
-        if type(data) is not dict or len(data) != 4 or data.get("type") != "move":
-            return None
-        request_id, move, rev = data.get("id"), data.get("move"), data.get("rev")
-        if (
-            type(request_id) is int
-            and 0 <= request_id <= MAX_INT
-            and type(move) is str
-            and len(move) <= self.limits.max_str_len
-            and type(rev) is int
-            and 0 <= rev <= MAX_INT
-        ):
-            return request_id, move, rev  # no PlayMove made: one frame of this per move
-        return None
+        return _move_fields(data, self.limits)
 
     def decode(self, frame: bytes | str) -> Request:
         """Return the request a client's frame holds, or raise ProtocolError saying what is wrong."""
@@ -266,19 +273,7 @@ class MsgpackCodec(Codec):
             data = _unpackb(frame)
         except Exception:  # msgpack raises several internal types on bad input
             return None
-        if type(data) is not dict or len(data) != 4 or data.get("type") != "move":
-            return None
-        request_id, move, rev = data.get("id"), data.get("move"), data.get("rev")
-        if (
-            type(request_id) is int
-            and type(rev) is int
-            and type(move) is str
-            and 0 <= request_id <= MAX_INT
-            and 0 <= rev <= MAX_INT
-            and len(move) <= self.limits.max_str_len
-        ):
-            return request_id, move, rev
-        return None
+        return _move_fields(data, self.limits)
 
     def dumps(self, data: dict[str, Any]) -> bytes:
         """Serialize to msgpack."""

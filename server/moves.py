@@ -17,7 +17,7 @@ import math
 import time
 from collections.abc import Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import structlog
 
@@ -84,6 +84,10 @@ def normalise(text: str) -> str:
         return format_move(parse_move(text))
     except NotationError:
         return text
+
+
+_Fields: TypeAlias = "tuple[Session, int, str, Change, Game, LocalRoom, Room, str]"
+"""A move taken from the socket, applied to its game: :class:`_Taken`'s fields, in order."""
 
 
 class _Taken(NamedTuple):
@@ -265,7 +269,10 @@ class MovePath:
         except Exception as error:
             self._not_logged(session, request_id, held, room, player_id, error)
         else:
-            self._report(session, request_id, notation, change, game, held, room, player_id, now_ms)
+            # A plain tuple: a _Taken costs more to make, and nothing waits for this one.
+            self._report(
+                (session, request_id, notation, change, game, held, room, player_id), now_ms
+            )
         self._timings.observe(time.perf_counter() - started)
         return True
 
@@ -282,34 +289,20 @@ class MovePath:
             else pending.exception()
         )
         if error is None:
-            self._report(*taken, now_ms)
+            self._report(taken, now_ms)
         else:
             self._not_logged(
                 session, taken.request_id, taken.held, taken.room, taken.player_id, error
             )
         self._timings.observe(time.perf_counter() - started)
 
-    def _report(
-        self,
-        session: Session,
-        request_id: int,
-        notation: str,
-        change: Change,
-        game: Game,
-        held: LocalRoom,
-        room: Room,
-        player_id: str,
-        now_ms: int,
-    ) -> None:
-        """The effects of a move taken from the socket once it is logged (the fields of a
-        :class:`_Taken`, then the time it was logged)."""
+    def _report(self, taken: _Fields, now_ms: int) -> None:
+        """The effects of a move taken from the socket once it is logged."""
         try:
-            if self.logged(
-                session, request_id, notation, change, game, held, room, player_id, now_ms
-            ):
-                self.flush_now(held)
+            if self.logged(*taken, now_ms):
+                self.flush_now(taken[5])
         except Exception:  # the move is logged and acked: the room hears of it later
-            log.exception("report_failed", conn=session.conn_id, room=room.code)
+            log.exception("report_failed", conn=taken[0].conn_id, room=taken[6].code)
 
     def _not_logged(
         self,
