@@ -663,13 +663,18 @@ class Node:
         held.timer = held.armed = None
         if when is None:
             return
+        delay = self._until(room, when)
+        held.timer = asyncio.get_running_loop().call_later(delay, self._fire, held)
+        held.armed = when
+
+    def _until(self, room: Room, when: int) -> float:
+        """Seconds until the room is ticked for its deadline ``when`` (ms)."""
         delay = max(0.0, (when - self.now_ms()) / 1000)
         if room.state is RoomState.RACING:
             # Every node reports its players' last standings within the progress interval
             # (moves stop at the deadline), so the race is closed only once they are in.
             delay += self.config.progress_interval_s + 0.1
-        held.timer = asyncio.get_running_loop().call_later(delay, self._fire, held)
-        held.armed = when
+        return delay
 
     def _fire(self, held: LocalRoom) -> None:
         held.timer = held.armed = None
@@ -706,4 +711,4 @@ class Node:
             # No member of it here: its timer is this (dropped players' grace, say).
             when = rooms.next_deadline(room, self.grace_ms)
             if when is not None:
-                self.tick_later(code, max(0.0, (when - self.now_ms()) / 1000) + 0.05)
+                self.tick_later(code, self._until(room, when) + 0.05)

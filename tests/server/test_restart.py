@@ -37,7 +37,7 @@ import pytest
 from conftest import TIMEOUT
 from process_support import NodeProcess, Player
 
-from solrace.client import Client
+from solrace.client import Client, ServerError
 from solrace.server.races import check_race
 
 PLAYERS = 4
@@ -314,6 +314,41 @@ async def test_moves_acked_after_the_last_note_that_the_node_ran_keep_the_clock_
         assert check_race(record) == [], record
         times = record["players"][mover.client.player_id]["times"]
         assert len(times) == len(mover.acked) and times == sorted(times), times
+    finally:
+        for made in clients:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(made.close(), TIMEOUT)
+
+
+async def test_a_timed_race_restarted_counts_every_move_made_up_to_its_deadline(
+    node: NodeProcess,
+) -> None:
+    """After a restart a room is ticked again at its deadline as it was before: once the
+    standings of the moves made just before it are reported, not at the deadline itself,
+    which left the last quarter second's moves out of the results (the log had them)."""
+    clients: list[Client] = []
+    try:
+        players = await seated(node, "t", 2, 3, clients)
+        code = await race(players, time_limit=10, spectators="live")  # a public replay
+        mover = players[0]
+        mover.rng = Turning()  # draws and redeals only: the game lasts the race
+        await mover.play_one()
+        node.stop()
+        node.start()
+        await asyncio.to_thread(node.wait_listening)
+        for player in players:
+            await player.client.next_event("resumed", timeout=4 * TIMEOUT)
+        with pytest.raises(ServerError) as over:  # moves until the time is up
+            while True:
+                await mover.play_one()
+        assert over.value.code == "race_over", over.value
+        await mover.client.next_event("race_over", timeout=4 * TIMEOUT)
+        record = await asyncio.to_thread(http_json, node, f"/api/race?room={code}&race=1")
+        assert check_race(record) == [], record
+        mine = record["players"][mover.client.player_id]
+        assert len(mine["moves"]) == len(mover.acked), (len(mine["moves"]), len(mover.acked))
+        results = {r["player_id"]: r for r in record["results"]}
+        assert results[mover.client.player_id]["moves"] == len(mover.acked), results
     finally:
         for made in clients:
             with contextlib.suppress(Exception):
