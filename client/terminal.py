@@ -36,6 +36,7 @@ __all__ = [
     "client_identity",
     "daily_line_help",
     "gone_words",
+    "heard_standing",
     "line_help",
     "play",
     "refusal",
@@ -238,16 +239,35 @@ def render_progress(standing: dict[str, Any], names: dict[str, str]) -> str:
     )
 
 
+def heard_standing(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """A player's standing as heard now (no board, no name), with ``banked_at_ms``: when
+    it first reached its count of cards banked, which the results rank by.
+
+    A snapshot gives that time; a progress event does not, so a count heard before keeps
+    the time it was first heard at (a card played back and banked again ranks from the
+    first time, as the server ranks it), and a new one takes the event's time.
+    """
+    standing = {k: v for k, v in new.items() if k not in ("view", "name")}
+    firsts: dict[int, int] = dict(old.get("firsts", {})) if old is not None else {}
+    banked, at = standing.get("banked", 0), standing.get("elapsed_ms", 0)
+    if "banked_at_ms" in standing:
+        firsts[banked] = standing["banked_at_ms"]
+    standing["banked_at_ms"] = firsts.setdefault(banked, at)
+    standing["firsts"] = firsts
+    return standing
+
+
 def _standing_order(standing: dict[str, Any]) -> tuple[int, int, int]:
-    """Winners by place (or time), then the others by cards banked (more first), then time."""
+    """Winners by place (or time), then the others by cards banked (more first), then by
+    when they first reached that count (earlier first)."""
     if standing["status"] == "won":
         return (0, standing.get("place") or 0, standing["elapsed_ms"])
-    return (1, -standing["banked"], standing["elapsed_ms"])
+    return (1, -standing["banked"], standing.get("banked_at_ms", standing["elapsed_ms"]))
 
 
 def render_standings(standings: Sequence[dict[str, Any]], names: dict[str, str]) -> str:
     """Every player's standing, sorted by place: winners by place, then the others by
-    cards banked, then time."""
+    cards banked, then by when they first reached it."""
     rows = sorted(standings, key=_standing_order)
     return "\n".join(
         ["standings:", *(f"{i:3}. {render_progress(s, names)}" for i, s in enumerate(rows, 1))]
@@ -726,9 +746,7 @@ class _Session:
         self.standings = {}
         for player in room.get("players", []):
             self.names.setdefault(player["player_id"], player.get("name", ""))
-            self.standings[player["player_id"]] = {
-                k: v for k, v in player.items() if k not in ("view", "name")
-            }
+            self.standings[player["player_id"]] = heard_standing(None, player)
         if room.get("state") != "racing":
             self.console.write("you are back in the room; its race is over: 'rematch' or 'q'")
             return
@@ -773,7 +791,7 @@ class _Session:
         was_done = self.done
         for standing in event["players"]:
             player_id = standing["player_id"]
-            self.standings[player_id] = {k: v for k, v in standing.items() if k != "view"}
+            self.standings[player_id] = heard_standing(self.standings.get(player_id), standing)
             if "view" in standing:
                 self.console.write(f"--- {self.names.get(player_id, player_id)}")
                 self.console.write(render_view(standing["view"], color=self.color))
@@ -921,9 +939,7 @@ class _Session:
             return
         self.take_clock(room)
         for player in room.get("players", []):
-            self.standings[player["player_id"]] = {
-                k: v for k, v in player.items() if k not in ("view", "name")
-            }
+            self.standings[player["player_id"]] = heard_standing(None, player)
         won = any(p.get("status") == "won" for p in self.standings.values())
         if won and self.settings.get("finish") == "first" and len(self.standings) > 1:
             self.ends_told = True  # a first win while away brought the end forward

@@ -47,6 +47,7 @@ from .terminal import (
     duration,
     enter_room,
     gone_words,
+    heard_standing,
     leave_quietly,
     listed,
     login_name_note,
@@ -635,9 +636,7 @@ class RaceApp(App[int]):
             self.standings = {}
             for player in room.get("players", []):
                 self.names.setdefault(player["player_id"], player.get("name", ""))
-                self.standings[player["player_id"]] = {
-                    k: v for k, v in player.items() if k not in ("view", "name")
-                }
+                self.standings[player["player_id"]] = heard_standing(None, player)
             left = room.get("left_ms")
             if left is None:
                 left = room.get("time_limit", 0) * 1000 - room.get("elapsed_ms", 0)
@@ -780,7 +779,7 @@ class RaceApp(App[int]):
         me = self.client.player_id
         for standing in event["players"]:
             player_id = standing["player_id"]
-            self.standings[player_id] = {k: v for k, v in standing.items() if k != "view"}
+            self.standings[player_id] = heard_standing(self.standings.get(player_id), standing)
             if "view" in standing:
                 self.boards[player_id] = standing["view"]
                 self.board_note = ""

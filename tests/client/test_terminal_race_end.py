@@ -16,7 +16,7 @@ from conftest import TIMEOUT, ClientFactory, RunningServer, ServerFactory
 from test_terminal import ScriptedConsole
 
 from solrace.cli import main
-from solrace.client.terminal import play
+from solrace.client.terminal import heard_standing, play, render_standings
 from solrace.engine import parse_move
 
 # The end-to-end helpers of the server tests: forced deals and known lines.
@@ -271,3 +271,25 @@ async def test_solrace_play_takes_the_game_winnable_and_finish(
     assert "could not create the room" in out and "cards banked" in out
     code, out = await asyncio.to_thread(_solrace_play, server, "--ghost", "NOROOM99/1/abc")
     assert code == 1 and "ghost: no such run is kept" in out
+
+
+def test_players_level_in_cards_stand_by_when_they_first_reached_them() -> None:
+    """Ann banks her second card at 1.8 s and plays on; Ben banks his at 7.8 s and stops.
+    The results rank Ann first (she got there first), and so do the terminal's standings,
+    though Ann's last move came later than Ben's; a card played back and banked again
+    ranks from the first time."""
+    names = {"a": "Ann", "b": "Ben"}
+    heard: dict[str, dict[str, Any]] = {}
+    for entry in (
+        {"player_id": "a", "banked": 2, "moves": 3, "status": "playing", "elapsed_ms": 1800},
+        {"player_id": "b", "banked": 2, "moves": 5, "status": "playing", "elapsed_ms": 7800},
+        {"player_id": "a", "banked": 1, "moves": 9, "status": "playing", "elapsed_ms": 8500},
+        {"player_id": "a", "banked": 2, "moves": 10, "status": "playing", "elapsed_ms": 9200},
+    ):
+        heard[entry["player_id"]] = heard_standing(heard.get(entry["player_id"]), entry)
+    assert heard["a"]["banked_at_ms"] == 1800 and heard["b"]["banked_at_ms"] == 7800
+    lines = render_standings(list(heard.values()), names).splitlines()
+    assert re.match(r"\s*1\.\s+Ann ", lines[1]) and re.match(r"\s*2\.\s+Ben ", lines[2]), lines
+    # A snapshot's time for the count is taken as it is.
+    ben = heard_standing(None, {**heard["b"], "banked_at_ms": 7000, "elapsed_ms": 9900})
+    assert ben["banked_at_ms"] == 7000
