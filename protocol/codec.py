@@ -270,7 +270,9 @@ class MsgpackCodec(Codec):
         if type(frame) is not bytes or len(frame) > self.limits.max_frame_bytes:
             return None
         try:
-            data = _unpackb(frame)
+            # Strings are held to max_str_len in bytes, as loads does: a move of wide
+            # characters within it in characters is refused by decode.
+            data = _unpackb(frame, max_str_len=self.limits.max_str_len)
         except Exception:  # msgpack raises several internal types on bad input
             return None
         return _move_fields(data, self.limits)

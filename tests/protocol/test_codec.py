@@ -634,6 +634,7 @@ MOVE_FRAMES: list[Any] = [
     {"type": "move", "id": 1, "move": "d", "rev": msgpack.Timestamp(0)},
     {"type": "move", "id": 1, "move": [[["d"]]], "rev": 0},
     {"type": "move", "id": 1, 2: "d", "rev": 0},
+    {"type": "move", "id": 1, "move": "\u3000" * 90 + "d", "rev": 0},  # 271 bytes, 91 characters
     [1, 2, 3],
 ]
 
