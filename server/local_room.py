@@ -37,6 +37,7 @@ class LocalRoom:
         "code",
         "delay_timer",
         "delayed",
+        "ends_ms",
         "events",
         "fanning",
         "games",
@@ -79,6 +80,10 @@ class LocalRoom:
         self.games: dict[str, Game] = {}  # by player, of race ``race``
         # By player, of race ``race``: when (ms) each count of cards banked was first reached.
         self.reached: dict[str, list[int]] = {}
+        # When race ``race`` ends by a win played here (a ``first`` room), before the
+        # record says so: the record's deadline comes with the win's report, a task away,
+        # and a move another player sends meanwhile must already be too late.
+        self.ends_ms: int | None = None
         self.unsaved: set[str] = set()  # players whose board the store lacks
         self.start_board: dict[str, Any] | None = None  # the deal, as spectators see it
         self.delayed: DelayedBoards | None = None  # boards held back for spectators
@@ -107,6 +112,7 @@ class LocalRoom:
         self.race = race
         self.games = {}
         self.reached = {}
+        self.ends_ms = None
         self.unsaved = set()
         self.start_board = None
         self.end_race(race)

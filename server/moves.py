@@ -39,7 +39,7 @@ from ..engine import (
 from ..protocol import Ack, ErrorCode, Ok, PlayMove, ProtocolError, Resign
 from . import room as rooms
 from .backends import BackendUnavailable
-from .room import Role, Room, RoomState, SpectatorMode, Standing
+from .room import Finish, Role, Room, RoomState, SpectatorMode, Standing
 
 if TYPE_CHECKING:
     from .local_room import LocalRoom
@@ -136,11 +136,12 @@ class MovePath:
         standing = room.players.get(player_id)
         if session.role is not Role.PLAYER or standing is None:
             raise ProtocolError(ErrorCode.NOT_A_PLAYER, "only the race's players make moves")
-        if (
-            room.deadline_ms is not None
-            and (node.now_ms() if now_ms is None else now_ms) >= room.deadline_ms
-        ):
-            raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
+        if room.deadline_ms is not None or held.ends_ms is not None:
+            now = node.now_ms() if now_ms is None else now_ms
+            if room.deadline_ms is not None and now >= room.deadline_ms:
+                raise ProtocolError(ErrorCode.RACE_OVER, "the race's time is up")
+            if held.ends_ms is not None and now >= held.ends_ms:
+                raise ProtocolError(ErrorCode.RACE_OVER, "the race is over")
         if standing.over(room.settings.undo):
             raise ProtocolError(ErrorCode.GAME_OVER, f"your game is over ({standing.status})")
         return held, room, player_id
@@ -490,6 +491,12 @@ class MovePath:
             previous.moves = game.moves
             previous.banked_at_ms = banked_at
         node = self.node
+        if status == "won":
+            settings = room.settings
+            if settings.finish is Finish.FIRST and held.race == room.race:
+                ends = now + settings.finish_grace * 1000
+                if held.ends_ms is None or ends < held.ends_ms:
+                    held.ends_ms = ends
         interval = node.config.progress_interval_s
         if status != "playing" or interval <= 0:
             return True

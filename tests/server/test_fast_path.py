@@ -16,12 +16,20 @@ from typing import Any
 import msgpack
 import pytest
 from conftest import PLAIN_DEALS, TIMEOUT, RunningServer, ServerFactory
-from e2e_support import RawClient
+from e2e_support import RawClient, deal_seed, winning_deal
 from websockets.frames import Frame, Opcode
 
 from solrace.engine import Game, new_game, parse_move
-from solrace.protocol import Limits, MsgpackCodec, RateLimiter, apply_delta
+from solrace.protocol import (
+    ErrorCode,
+    Limits,
+    MsgpackCodec,
+    ProtocolError,
+    RateLimiter,
+    apply_delta,
+)
 from solrace.server import Node, ServerConfig, make_backend
+from solrace.server.config import Budgets
 from solrace.server.node import Session
 
 
@@ -334,4 +342,60 @@ async def test_a_report_due_before_its_timer_fires_cancels_the_timer(tmp_path: P
     assert not held.pending
     # A timer left behind would report the room again before its interval is over.
     assert timer.cancelled() and held.report_timer is None
+    await node.stop()
+
+
+async def test_in_a_first_to_finish_room_a_move_after_the_win_is_too_late_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no grace, a first win ends the race: a move another player sends in the same
+    pass as the win (before the win's report, a task away, brings the record's deadline
+    forward) is refused as too late, not logged after the race's end."""
+    seed, line = winning_deal("canfield")
+    deal_seed(monkeypatch, seed)
+    config = ServerConfig(
+        data_dir=tmp_path,
+        limits=Limits(messages_per_second=1e6, burst=1 << 20),  # the line at once
+        budgets=Budgets.lifted(),
+        **PLAIN_DEALS,
+    )
+    node = Node(make_backend(config), config)
+    await node.start()
+    lim, codec = config.limits, MsgpackCodec()
+    sessions, outs = [], []
+    for name in ("ann", "bob"):
+        out = Recorder()
+        session = Session(
+            name,
+            MsgpackCodec(lim),
+            out.send,
+            out.push,
+            out.close,
+            RateLimiter(lim.messages_per_second, lim.burst, time.monotonic()),
+        )
+        await node.handle_frame(session, codec.dumps({"type": "hello", "id": 1, "name": name}))
+        sessions.append(session)
+        outs.append(out)
+    ann, bob = sessions
+    room = {"type": "create_room", "id": 2, "variant": "canfield", "countdown": 0}
+    await node.handle_frame(ann, codec.dumps({**room, "finish": "first", "finish_grace": 0}))
+    code = node.in_room(ann)
+    await node.handle_frame(bob, codec.dumps({"type": "join_room", "id": 2, "code": code}))
+    await node.handle_frame(ann, codec.dumps({"type": "start", "id": 3}))
+    async with asyncio.timeout(TIMEOUT):
+        while not all(any(f["type"] == "race_started" for f in o.frames) for o in outs):
+            await asyncio.sleep(0.01)
+    for rev, text in enumerate(line):
+        assert node.take_move(ann, move_frame(100 + rev, text, rev))
+    assert outs[0].frames[-1]["type"] != "error", outs[0].frames[-1]
+    # In the same pass: Bob's move is not taken, and answered race_over.
+    assert node.take_move(bob, move_frame(7, "d", 0)) is False
+    with pytest.raises(ProtocolError) as late:
+        node.moves.checked(bob)
+    assert late.value.code is ErrorCode.RACE_OVER
+    await node.handle_frame(bob, move_frame(7, "d", 0))
+    (answer,) = [f for f in outs[1].frames if f.get("id") == 7]
+    assert answer["type"] == "error" and answer["code"] == "race_over", answer
+    held = node.held[code]
+    assert held.games_of(held.race)[bob.player_id].moves == 0
     await node.stop()
