@@ -122,6 +122,11 @@ class MovePath:
         """The room, its record and the player, if the session may move now (``now_ms``:
         the node's clock, read here if not given); else raise."""
         node = self.node
+        if node.stopping_ms is not None:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE,
+                "the server is restarting: your move was not taken; send it again once back",
+            )
         player_id, code = session.player_id, session.room
         if player_id is None:
             player_id = node.identified(session)  # raises NOT_IDENTIFIED

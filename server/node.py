@@ -135,7 +135,7 @@ class Node:
         self._silent_swept = 0  # when this node last looked for silent ones
         self._stopped = False
         self._looked_at: set[tuple[str, int]] = set()  # finished races checked for results
-        self._stopping_ms: int | None = None  # when the node stopped taking moves
+        self.stopping_ms: int | None = None  # when the node stopped taking moves
         self._player_locks: dict[str, _PlayerLock] = {}
         self.guard = Guard(self.config, backend)
         self.admin = Admin(self)
@@ -209,7 +209,7 @@ class Node:
             task.cancel()
         if self.backend.in_process:
             with contextlib.suppress(BackendUnavailable):
-                self.backend.note_alive(self._stopping_ms or self.now_ms())
+                self.backend.note_alive(self.stopping_ms or self.now_ms())
         self.accounts.close()
         await self.deals.close()
         await self.backend.close()
@@ -217,15 +217,15 @@ class Node:
     def stopping(self) -> None:
         """The node stops taking moves (its clients are being told to go): a restart
         counts its downtime from now, however long the connections then take to close."""
-        if self._stopping_ms is not None:
+        if self.stopping_ms is not None:
             return
-        self._stopping_ms = self.now_ms()
+        self.stopping_ms = self.now_ms()
         if self._alive is not None:
             self._alive.cancel()
             self._alive = None
         if self.backend.in_process:
             with contextlib.suppress(BackendUnavailable):
-                self.backend.note_alive(self._stopping_ms)
+                self.backend.note_alive(self.stopping_ms)
 
     @property
     def stopped(self) -> bool:

@@ -399,3 +399,20 @@ async def test_in_a_first_to_finish_room_a_move_after_the_win_is_too_late_at_onc
     held = node.held[code]
     assert held.games_of(held.race)[bob.player_id].moves == 0
     await node.stop()
+
+
+async def test_a_node_that_is_stopping_takes_no_more_moves(tmp_path: Path) -> None:
+    """Once the node stops (its clients are being told to go), a move that still comes is
+    neither taken at once nor by the connection's task: it is answered ``unavailable``, to
+    be sent again once back, and nothing is logged after the clock stopped."""
+    node, session, out, game = await racing_node(tmp_path)
+    assert node.take_move(session, move_frame(800, "d", 0)) is True
+    node.stopping()
+    assert node.take_move(session, move_frame(900, "d", 1)) is False
+    await node.handle_frame(session, move_frame(900, "d", 1))
+    (answer,) = [f for f in out.frames if f.get("id") == 900]
+    assert answer["type"] == "error" and answer["code"] == "unavailable", answer
+    assert game.moves == 1
+    (held,) = node.held.values()
+    assert await node.backend.log_length(held.code, held.race, session.player_id) == 1
+    await node.stop()
