@@ -262,16 +262,16 @@ class MsgpackCodec(Codec):
     def decode_move(self, frame: bytes | str) -> tuple[int, str, int] | None:
         """As :meth:`Codec.decode_move`, in fewer steps: one frame of this per move.
 
-        The frame is parsed without the per-field limits of :meth:`loads`: a map that can
-        pass the checks below has four short fields, and whatever else a frame of at
-        most ``max_frame_bytes`` holds is refused here and decoded by :meth:`decode`,
-        which applies them.
+        The frame is parsed with only the string limit of :meth:`loads` (in bytes): a map
+        that can pass the checks below has four short fields, and whatever else a frame
+        of at most ``max_frame_bytes`` holds is refused here and decoded by
+        :meth:`decode`, which applies every limit.
         """
         if type(frame) is not bytes or len(frame) > self.limits.max_frame_bytes:
             return None
         try:
-            # Strings are held to max_str_len in bytes, as loads does: a move of wide
-            # characters within it in characters is refused by decode.
+            # A move of wide characters within max_str_len in characters but not in
+            # bytes is refused by decode, so it is refused here too.
             data = _unpackb(frame, max_str_len=self.limits.max_str_len)
         except Exception:  # msgpack raises several internal types on bad input
             return None

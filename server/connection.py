@@ -809,9 +809,8 @@ class Connection(ServerConnection):
                 return
             if first == OP_BINARY and not self._partial:
                 data = apply_mask(buf[head + 4 : stop], buf[head : head + 4])
-                # A whole binary message: taken at once (see _offer), or queued for the handler.
-                take = self.take
-                if take is None or self.queued or not take(data):
+                # A whole binary message: taken at once, or queued for the handler.
+                if not self._offer(data):
                     self.queued += 1
                     super().process_event(Frame(Opcode.BINARY, data))
             elif first & 0x0F in _PINGS_AND_PONGS and not self._ping_allowed():

@@ -304,11 +304,12 @@ class MovePath:
 
     def _report(self, taken: _Fields, now_ms: int) -> None:
         """The effects of a move taken from the socket once it is logged."""
+        session, _, _, _, _, held, room, _ = taken
         try:
             if self.logged(*taken, now_ms):
-                self.flush_now(taken[5])
+                self.flush_now(held)
         except Exception:  # the move is logged and acked: the room hears of it later
-            log.exception("report_failed", conn=taken[0].conn_id, room=taken[6].code)
+            log.exception("report_failed", conn=session.conn_id, room=room.code)
 
     def _not_logged(
         self,
@@ -478,11 +479,7 @@ class MovePath:
         now = now_ms
         status = STATUS_TEXT[game.status]
         banked = game.banked
-        reached = held.reached.get(player_id)
-        if reached is not None and banked < len(reached):
-            banked_at = reached[banked]  # most moves: a count reached before
-        else:
-            banked_at = held.first_reached(player_id, banked, now)
+        banked_at = held.first_reached(player_id, banked, now)
         waiting = held.pending
         previous = waiting.get(player_id)
         if previous is None:
@@ -619,13 +616,9 @@ class MovePath:
             return
         node = self.node
         backend = node.backend
-        if not backend.in_process:
+        if not backend.in_process or any(s.status != "playing" for s in held.pending.values()):
             node.spawn(self._flush_locked(held))
             return
-        for standing in held.pending.values():
-            if standing.status != "playing":
-                node.spawn(self._flush_locked(held))
-                return
         race = held.race
         updates = held.take_waiting(time.monotonic())
         boards = self._boards(held, updates)
