@@ -31,6 +31,22 @@ move the last one drawn", to a foundation or to the tableau; a position just aft
 draw is never a state. The search (:mod:`.solver`) is complete over the model because
 from every state with a win, a win of that form starts with one of the model's moves.
 
+A whole pile moves onto another only when no pile is empty, and together with a fill of
+the pile it empties (the reserve's top card, or with the reserve empty the waste's top or
+the last of ``k`` cards drawn): one move of the model. A whole-pile move of ``A`` onto
+``B`` changes nothing but those two piles: it covers ``B``'s top card (one place fewer for
+a card to go, RC-8), makes ``A``'s bottom card one that can never move again (RC-9), and
+empties a pile, which serves only to be filled (RC-15, RC-16) and takes nothing else
+meanwhile. So in a winning line the move may be put off until just before a fill that
+finds no other pile empty, with the moves between played on ``A`` and ``B`` as they were
+on the merged pile: a card put on it goes on ``A`` (same top card); a card banked from it
+comes off ``A``, or off ``B`` once ``A`` is gone (``A``'s pile is then empty already, and
+its move is dropped); a move of the merged pile onto ``C`` is ``B``'s move onto ``C`` (same
+bottom card), ``A`` following onto ``B`` when its own move is due (``B``'s top card has not
+changed: it was covered). A move whose pile is never filled is dropped. Putting moves off
+makes no move of the line illegal (``B``'s top card stays free longer, ``A``'s bottom
+card stays movable), and the line keeps its end and is no longer.
+
 Dead positions, cut without a search: a pile that holds a card above a card of the same
 suit that its foundation needs earlier. A card leaves a tableau pile only to a
 foundation, from the top, or with its whole pile (RC-9, RC-11), so the upper card can
@@ -461,27 +477,51 @@ class RainbowModel:
                 if (wrapped or (target >= 0 and rel[target] == 0)) and self._cyclic(moved):
                     continue
                 self._child(out, ((top_r, 1, target),), (moved, found, rc - 1, sp, waste))
-        # 3. whole piles onto another pile
-        for i, pile in enumerate(piles):
-            if not pile:
-                continue
-            fits = _FITS[pile[0]]
-            for j, tg in enumerate(piles):
-                if j != i and tg and fits[tg[-1]]:
-                    new = tg + pile
-                    if self._dead(new):
-                        continue
-                    pl = list(piles)
-                    pl[i] = b""
-                    pl[j] = new
-                    moved = tuple(pl)
-                    if (wrapped or rel[tg[-1]] == 0) and self._cyclic(moved):
-                        continue
-                    self._child(out, ((pile[0], len(pile), tg[-1]),), (moved, found, rc, sp, waste))
+        # 3. a whole pile onto another, only when no pile is empty, and at once a card to
+        # the pile it empties (module docstring)
+        stock = self.stock
+        if all(piles) and (rc or waste or sp < len(stock)):
+            for i, pile in enumerate(piles):
+                fits = _FITS[pile[0]]
+                for j, tg in enumerate(piles):
+                    if j != i and fits[tg[-1]]:
+                        new = tg + pile
+                        if self._dead(new):
+                            continue
+                        pl = list(piles)
+                        pl[i] = b""
+                        pl[j] = new
+                        moved = tuple(pl)
+                        if (wrapped or rel[tg[-1]] == 0) and self._cyclic(moved):
+                            continue
+                        merge = (pile[0], len(pile), tg[-1])
+                        if rc:
+                            pl[i] = reserve[rc - 1 : rc]
+                            self._child(
+                                out,
+                                (merge, (top_r, 1, TO_EMPTY)),
+                                (tuple(pl), found, rc - 1, sp, waste),
+                            )
+                            continue
+                        # The reserve is empty: the waste's top card, or the last of k
+                        # cards drawn, fills the pile.
+                        if waste:
+                            pl[i] = waste[-1:]
+                            self._child(
+                                out,
+                                (merge, (waste[-1], 1, TO_EMPTY)),
+                                (tuple(pl), found, rc, sp, waste[:-1]),
+                            )
+                        for q in range(sp, len(stock)):
+                            pl[i] = stock[q : q + 1]
+                            self._child(
+                                out,
+                                (merge, *_DRAWS[q + 1 - sp], (stock[q], 1, TO_EMPTY)),
+                                (tuple(pl), found, rc, q + 1, waste + stock[sp:q]),
+                            )
         # 4. the waste's top card, then draws of k cards and a move of the last one drawn
         if waste:
             self._play(out, waste[-1], (), piles, found, rc, sp, waste[:-1], wrapped)
-        stock = self.stock
         # The ranks a card drawn may go on (one rank above it), to pass over at once the
         # cards that have nowhere to go.
         above = {RANK[p[-1]] for p in piles if p}

@@ -8,7 +8,7 @@ import copy
 import pytest
 from positions import RAINBOW_STUCK, build
 
-from solrace.engine import Status, new_game
+from solrace.engine import Game, Status, new_game
 from solrace.engine.native import source
 from solrace.engine.solver import Verdict, certificate, solve_position
 from solrace.engine.solver_plain import plain_search
@@ -139,16 +139,53 @@ def test_the_positions_a_search_cuts_as_cyclic_are_lost_for_the_plain_search() -
                 waste, sp = waste + model.stock[sp:q], q + 1
         if sp < 30:
             continue
-        work = copy.deepcopy(game)
-        work.tableau = [list(p) for p in moved]
-        work.foundations = [[model.at[s * 13 + r] for r in range(n)] for s, n in enumerate(found)]
-        work.foundations.sort(key=len, reverse=True)
-        work.reserve = list(model.reserve[:rc])
-        work.stock = list(reversed(model.stock[sp:]))
-        work.waste, work.fan = list(waste), min(len(waste), 1)
+        work = _game_at(game, model, (moved, found, rc, sp, waste))
         verdict = plain_search(work, max_positions=2_000)
         assert verdict is not True
         lost += verdict is False
         if lost == 20:
             break
     assert lost == 20
+
+
+def _game_at(game: Game, model: RainbowModel, state: State) -> Game:
+    """The engine's game of ``game``'s deal at the model's ``state``."""
+    piles, found, rc, sp, waste = state
+    work = copy.deepcopy(game)
+    work.tableau = [list(p) for p in piles]
+    work.foundations = [[model.at[s * 13 + r] for r in range(n)] for s, n in enumerate(found)]
+    work.foundations.sort(key=len, reverse=True)
+    work.reserve = list(model.reserve[:rc])
+    work.stock = list(reversed(model.stock[sp:]))
+    work.waste, work.fan = list(waste), min(len(waste), 1)
+    return work
+
+
+def test_the_search_with_whole_pile_moves_only_before_a_fill_agrees_with_the_plain_search() -> None:
+    """Late positions of real deals, solved by the model (whose whole-pile moves come only
+    with a fill of the pile they empty) and by the plain search of every engine move."""
+    agreed = {True: 0, False: 0}
+    for seed in (10, 19, 15063802959729363297):
+        game = new_game(RC, seed)
+        model = source("solver_rainbow").RainbowModel(game)  # patched below: from source
+        expand = model.expand
+        late: list[State] = []
+
+        def expanding(state: State) -> list[Child]:
+            if state[3] >= 22 and all(state[0]):
+                late.append(state)
+            return expand(state)
+
+        model.expand = expanding  # type: ignore[method-assign]
+        model.search(4_000, None)
+        for state in late[:: max(1, len(late) // 40)][:40]:
+            work = _game_at(game, model, state)
+            plain = plain_search(work, max_positions=3_000)
+            if plain is None:
+                continue
+            line, _, exhausted = RainbowModel(work).search(20_000, None)
+            assert (line is not None, exhausted) == (plain, not plain), (seed, state)
+            if line is not None:
+                certificate(work, line)  # raises unless the engine's moves win
+            agreed[plain] += 1
+    assert agreed[True] >= 5 and agreed[False] >= 5, agreed
