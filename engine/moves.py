@@ -96,7 +96,7 @@ class NotationError(ValueError):
 
 
 _SINGLE = {PileKind.RESERVE, PileKind.WASTE, PileKind.STOCK}
-_MOVE_RE = re.compile(r"^([tfrws])(\d*)-([tfrws])(\d*)(?:x(\d+))?$")
+_MOVE_RE = re.compile(r"^([tfrws])(\d*)-([tfrws])(\d*)(?:x(\d+))?$", re.ASCII)
 _WORDS = {"d": DRAW, "draw": DRAW, "rd": REDEAL, "redeal": REDEAL, "u": UNDO, "undo": UNDO}
 MAX_INDEX = 99
 
@@ -144,7 +144,12 @@ def parse_move(text: str) -> Move:
     """Return the move written as ``text`` in the notation; raise NotationError if it is not one."""
     if not isinstance(text, str):
         raise NotationError("a move is written as text, such as 't1-t3'")
-    compact = text.strip().lower()
+    # ASCII alone: Unicode's other spaces and digits (an ideographic space, an Arabic-Indic
+    # 1) are not the notation, whatever str.strip and int would make of them.
+    compact = text.strip(" \t\r\n")
+    if not compact.isascii():
+        raise NotationError(f"{text!r} is not a move: the notation is plain ASCII, such as 't1-t3'")
+    compact = compact.lower()
     word = _WORDS.get(compact)
     if word is not None:
         return word

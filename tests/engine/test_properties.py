@@ -344,3 +344,19 @@ def test_any_text_is_a_move_or_a_notation_error(text: str) -> None:
     except NotationError:
         return
     assert parse_move(format_move(move)) == move
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "t\u0661-t\u0663",  # Arabic-Indic digits, which int() reads as 1 and 3
+        "\u3000d",  # an ideographic space, which str.strip() takes away
+        "w-f\u00a0",  # a no-break space
+        "t1-t\uff13",  # a full-width 3
+        "\u212a",  # the Kelvin sign, which lower() makes a k
+    ],
+)
+def test_the_notation_is_plain_ascii(text: str) -> None:
+    with pytest.raises(NotationError, match="plain ASCII"):
+        parse_move(text)
+    assert parse_move(" \tw-f\r\n") == parse_move("w-f")  # ASCII spaces around it still pass
