@@ -4,6 +4,7 @@ and the plain search (``solrace.engine.solver_plain``)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import pytest
 from positions import RAINBOW_STUCK, build
@@ -171,7 +172,9 @@ def test_the_search_with_whole_pile_moves_only_before_a_fill_agrees_with_the_pla
         expand = model.expand
         late: list[State] = []
 
-        def expanding(state: State) -> list[Child]:
+        def expanding(
+            state: State, expand: Callable[[State], list[Child]] = expand, late: list[State] = late
+        ) -> list[Child]:
             if state[3] >= 22 and all(state[0]):
                 late.append(state)
             return expand(state)
