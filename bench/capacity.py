@@ -369,6 +369,7 @@ class Step:
     p50_ms: float = math.nan
     p95_ms: float = math.nan
     p99_ms: float = math.nan
+    load_lag_ms: float = 0.0
     refusals: int = 0
     errors: int = 0
     error_codes: dict[str, int] = field(default_factory=dict)
@@ -505,7 +506,8 @@ async def pace_step(
                 progress(
                     f"    {tick:3d} s {'window' if within else '      '}"
                     f" {report.connected:>7,} connected {figures['moves_per_s']:>8,.0f} moves/s"
-                    f"  p99 {figures['p99_ms']:>7} ms  errors {dict(report.errors)}"
+                    f"  p99 {figures['p99_ms']:>7} ms  load lag {figures['load_lag_ms']:>6} ms"
+                    f"  errors {dict(report.errors)}"
                 )
             if window_from is not None and tick >= window_to:
                 break
@@ -517,6 +519,7 @@ async def pace_step(
             figures["p95_ms"],
             figures["p99_ms"],
         )
+        step.load_lag_ms = window.lag_ms
         step.refusals, _ = split_errors(window)
         step.error_codes = {c: n for c, n in whole.errors.items() if c not in REFUSALS}
         step.errors = sum(step.error_codes.values())
@@ -530,7 +533,8 @@ async def pace_step(
         + (f"/{step.parser}" if redis else "")
         + f"): {'held' if step.held else 'did not hold: ' + step.failure}; "
         f"{step.moves_per_s:,.0f} moves/s, p50/p95/p99 {step.p50_ms}/{step.p95_ms}/"
-        f"{step.p99_ms} ms, node CPU {step.node_cpu:.2f}, load CPU {step.load_cpu:.2f}"
+        f"{step.p99_ms} ms (the load's own longest stall {step.load_lag_ms:.0f} ms), "
+        f"node CPU {step.node_cpu:.2f}, load CPU {step.load_cpu:.2f}"
         + (f", redis CPU {step.redis_cpu:.2f}" if redis else "")
         + f", others {step.other_cpu:.2f}, {step.kib_per_player:.1f} KiB/player"
     )

@@ -24,6 +24,7 @@ import asyncio
 import base64
 import bisect
 import contextlib
+import gc
 import itertools
 import json
 import math
@@ -94,8 +95,12 @@ class Report:
     errors: Counter[str] = field(default_factory=Counter)
     rss_mib: float | None = None
     cpu: float | None = None
+    lag_ms: float = 0.0
+    """The longest the load process's own event loop was late in the interval: a round
+    trip measured across it counts the tester's stall, not the server's."""
 
     def add(self, other: Report) -> None:
+        self.lag_ms = max(self.lag_ms, other.lag_ms)
         self.connected += other.connected
         self.spectators += other.spectators
         self.moves += other.moves
@@ -131,6 +136,7 @@ class Report:
             "errors": dict(self.errors),
             "server_rss_mib": self.rss_mib,
             "server_cpu": self.cpu,
+            "load_lag_ms": round(self.lag_ms, 1),
         }
 
 
@@ -493,15 +499,46 @@ class _Run:
             task.cancel()
 
 
+LAG_EVERY_S = 0.01
+"""How often the load process checks its own event loop for a stall."""
+
+
+async def _watch_lag(run: _Run) -> None:
+    """Record in each interval's report the longest its event loop was late."""
+    loop = asyncio.get_running_loop()
+    while run.running:
+        due = loop.time() + LAG_EVERY_S
+        await asyncio.sleep(LAG_EVERY_S)
+        late = (loop.time() - due) * 1000
+        if late > run.report.lag_ms:
+            run.report.lag_ms = late
+
+
+def _quiet_collector() -> None:
+    """Keep the cyclic collector from stalling the load process: its bots live for the
+    whole test, and a full collection over thousands of them holds every round trip in
+    flight (as the node's own tuning, ``solrace.server.app.tune_gc``)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 10)
+
+
 def _worker(test: LoadTest, first: int, count: int, spectators: int, queue: Any) -> None:
     """A child process: its share of the bots, a report to the parent each second."""
 
     async def main() -> None:
+        _quiet_collector()
         run = _Run(test, first, count)
         await run.start(spectators)
+        run.spawn(_watch_lag(run))
         began = time.monotonic()
+        frozen = False
         while time.monotonic() - began < test.duration_s:
             await asyncio.sleep(1.0)
+            if not frozen and time.monotonic() - began > test.ramp_s + 1.0:
+                # The bots are in: what they hold is left out of every later scan.
+                frozen = True
+                gc.freeze()
             queue.put(run.take())
         await run.stop()
         queue.put(None)
@@ -610,6 +647,7 @@ def format_table(report: Report) -> str:
         ("moves refused", f"{figures['refused']:,}"),
         ("server RSS", "n/a" if report.rss_mib is None else f"{report.rss_mib:.1f} MiB"),
         ("server CPU (cores)", "n/a" if report.cpu is None else f"{report.cpu:.2f}"),
+        ("load's own longest stall", f"{figures['load_lag_ms']} ms"),
     ]
     for code, count in sorted(report.errors.items()):
         rows.append((f"  {code}", f"{count:,}"))
