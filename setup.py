@@ -39,6 +39,9 @@ COMPILED = [
 ]
 """Modules of ``engine/`` by their dotted names below it."""
 RECORD = ROOT / "engine" / "_compiled.py"
+C_EXTENSIONS = ["_rainbow"]
+"""Extensions of ``engine/`` written in C, each from ``engine/<name>.c``: Rainbow Canfield's
+search (``solver_rainbow`` runs its Python search where the build made none)."""
 
 
 def source(name: str) -> Path:
@@ -51,8 +54,42 @@ def digests() -> dict[str, str]:
     return {name: hashlib.sha256(source(name).read_bytes()).hexdigest() for name in COMPILED}
 
 
+def c_extensions() -> list[object]:
+    """The C extensions of ``C_EXTENSIONS``, each optional (a failed compile leaves the
+    Python code in use)."""
+    from setuptools import Extension
+
+    return [
+        Extension(
+            f"solrace.engine.{name}",
+            [f"solrace/engine/{name}.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        )
+        for name in C_EXTENSIONS
+    ]
+
+
+def record(built_mypyc: bool) -> None:
+    """Write the digests of the sources this build compiles (engine/_compiled.py)."""
+    lines = [f'    "{name}": "{digest}",' for name, digest in digests().items()]
+    c_sources = {name: (ROOT / "engine" / f"{name}.c").read_bytes() for name in C_EXTENSIONS}
+    c_lines = [
+        f'    "{name}": "{hashlib.sha256(text).hexdigest()}",' for name, text in c_sources.items()
+    ]
+    RECORD.write_text(
+        '"""Written by setup.py: the digests of the sources compiled into this build."""\n\n'
+        "SOURCES = {\n"
+        + ("\n".join(lines) + "\n" if built_mypyc else "")
+        + "}\n\nC_SOURCES = {\n"
+        + "\n".join(c_lines)
+        + "\n}\n"
+    )
+
+
 def extensions() -> list[object]:
-    """mypyc's extensions for ``COMPILED`` (none where it cannot build them)."""
+    """mypyc's extensions for ``COMPILED`` (none where it cannot build them), and the C
+    extensions."""
     RECORD.unlink(missing_ok=True)
     if os.environ.get("SOLRACE_PURE") == "1":
         for old in (ROOT / "engine").rglob("*.so"):
@@ -70,15 +107,12 @@ def extensions() -> list[object]:
         )
     except BaseException as error:  # mypyc exits on a type error: build plain Python then
         print(f"solrace: building without compiled modules ({error!r})", file=sys.stderr)
-        return []
+        record(built_mypyc=False)
+        return c_extensions()
     for extension in built:
         extension.optional = True  # a failed compile leaves the plain module in use
-    lines = [f'    "{name}": "{digest}",' for name, digest in digests().items()]
-    RECORD.write_text(
-        '"""Written by setup.py: the digests of the sources compiled into this build."""\n\n'
-        "SOURCES = {\n" + "\n".join(lines) + "\n}\n"
-    )
-    return built
+    record(built_mypyc=True)
+    return [*built, *c_extensions()]
 
 
 os.chdir(ROOT)

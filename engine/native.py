@@ -14,6 +14,7 @@ patched.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.abc
@@ -26,20 +27,39 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["compiled", "install", "source", "stale"]
+__all__ = ["compiled", "extension", "install", "source", "stale"]
 
 _HERE = Path(__file__).resolve().parent
 _PACKAGE = __name__.rpartition(".")[0]
 
 
-def _recorded() -> dict[str, str]:
-    """The build's digests by module name (empty: nothing was compiled)."""
+def _recorded(kind: str = "SOURCES") -> dict[str, str]:
+    """The build's digests by module name (empty: nothing was compiled): of the Python
+    sources mypyc compiled (``SOURCES``), or of the C sources (``C_SOURCES``)."""
     try:
         record = importlib.import_module(f"{_PACKAGE}._compiled")
     except ImportError:
         return {}
-    sources: dict[str, str] = record.SOURCES
+    sources: dict[str, str] = getattr(record, kind, {})
     return sources
+
+
+@functools.cache
+def extension(name: str) -> ModuleType | None:
+    """The engine's C extension ``name`` (``_rainbow``, from ``_rainbow.c``), or None where
+    the build made none, its source beside it has changed since, or ``SOLRACE_PURE=1`` is
+    set: the callers then run their Python code, which does the same. (An installed wheel
+    has no C source beside its extension: nothing to compare.)"""
+    if os.environ.get("SOLRACE_PURE") == "1":
+        return None
+    source = _HERE / f"{name}.c"
+    recorded = _recorded("C_SOURCES").get(name)
+    if source.exists() and recorded != hashlib.sha256(source.read_bytes()).hexdigest():
+        return None
+    try:
+        return importlib.import_module(f"{_PACKAGE}.{name}")
+    except ImportError:
+        return None
 
 
 def _path(name: str) -> Path:

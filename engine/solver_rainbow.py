@@ -106,10 +106,11 @@ import gc
 import heapq
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from .cards import RANK, SUIT
 from .game import Game
+from .native import extension
 
 __all__ = ["RainbowModel"]
 
@@ -129,6 +130,11 @@ _FITS: Final[tuple[tuple[bool, ...], ...]] = tuple(
 _UP: Final[tuple[int, ...]] = tuple(RANK[c] % 13 + 1 for c in range(52))
 # The states a dive of the search expands at most (:meth:`RainbowModel.search`).
 DIVE: Final = 40
+# The share of the search's budget spent best first, before it goes depth first.
+BEST_FIRST_SHARE: Final = 0.3
+# The memory (1.5 GiB) the search in C may hold (its table and queue) before it ends as
+# unknown: at about 50 bytes a state, some 30 million states.
+MAX_BYTES: Final = 3 << 29
 # The actions of k draws, by k.
 _DRAWS: Final[tuple[tuple[Action, ...], ...]] = tuple((DRAW_ACTION,) * k for k in range(53))
 # The four cards one rank below each card (wrapping): those that may go on it.
@@ -158,6 +164,9 @@ class RainbowModel:
         self.leads: bytes = bytes(1 if c < 52 and self.rel[c] == 0 else 0 for c in range(256))
         self.reserve = bytes(game.reserve)
         self.stock = bytes(reversed(game.stock))  # the next card to draw first
+        # The search in C (:meth:`search`), or None: its Python code then runs, as it does
+        # for a model whose methods a test replaces (set it to None there).
+        self.native: Any = extension("_rainbow")
         found = [0, 0, 0, 0]
         for f in game.foundations:
             if f:
@@ -197,30 +206,63 @@ class RainbowModel:
     def search(
         self, max_nodes: int | None, deadline: float | None
     ) -> tuple[list[Action] | None, int, bool]:
-        """The search, best first: (the winning actions or None, states expanded, exhausted).
+        """The search: (the winning actions or None, states expanded, exhausted).
 
-        It expands the states in the order of their score (:func:`_score`), each with a
-        dive of up to ``DIVE`` states along its best new children (module docstring), each
-        state once (the table of states seen holds every state it has queued or dived to),
-        until a child is won, the
-        queue is empty (``exhausted``: every successor of every state expanded has been
-        expanded, so no win exists, as for the depth-first search of :mod:`.solver`), it
-        has expanded ``max_nodes`` states, or the process's CPU clock passes ``deadline``.
+        Best first for the first ``BEST_FIRST_SHARE`` of its budget (of states, or of CPU
+        time up to ``deadline``): the states in the order of their score (:func:`_score`),
+        each with a dive of up to ``DIVE`` states along its best new children. Then depth
+        first from each queued state in turn, lowest score first, over the same table of
+        states seen (module docstring). Each state once: the table holds every state queued,
+        dived to or reached depth first. It ends when a child is won, the queue is empty
+        (``exhausted``: every successor of every state expanded has been expanded, so no
+        win exists, as for the depth-first search of :mod:`.solver`), it has expanded
+        ``max_nodes`` states, or the process's CPU clock passes ``deadline``. In C where the
+        build made ``_rainbow`` (the same search, state for state, in about a seventh of the
+        memory; it also ends as unknown before its memory passes ``MAX_BYTES``).
         """
         if self.won(self.root):
             return list(self.root_actions), 0, False
+        switch_nodes = None if max_nodes is None else int(max_nodes * BEST_FIRST_SHARE)
+        switch_at = None
+        if deadline is not None:
+            now = time.process_time()
+            switch_at = now + max(0.0, deadline - now) * BEST_FIRST_SHARE
+        if self.native is not None:
+            piles, found, rc, sp, waste = self.root
+            line, nodes, exhausted, _ = self.native.search(
+                bytes(self.rel),
+                self.reserve,
+                self.stock,
+                piles,
+                found,
+                rc,
+                sp,
+                waste,
+                -1 if max_nodes is None else max_nodes,
+                -1.0 if deadline is None else deadline,
+                -1 if switch_nodes is None else switch_nodes,
+                -1.0 if switch_at is None else switch_at,
+                MAX_BYTES,
+            )
+            if line is not None:
+                line = [*self.root_actions, *line]
+            return line, nodes, exhausted
         # The search makes millions of small tuples and no cycles: the cyclic collector
         # would only rescan them (a third of the time on some deals).
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._best_first(max_nodes, deadline)
+            return self._search(max_nodes, deadline, switch_nodes, switch_at)
         finally:
             if collecting:
                 gc.enable()
 
-    def _best_first(
-        self, max_nodes: int | None, deadline: float | None
+    def _search(
+        self,
+        max_nodes: int | None,
+        deadline: float | None,
+        switch_nodes: int | None,
+        switch_at: float | None,
     ) -> tuple[list[Action] | None, int, bool]:
         root = self.root
         clock = time.process_time
@@ -230,12 +272,25 @@ class RainbowModel:
         parent: dict[bytes, tuple[bytes, tuple[Action, ...]]] = {}
         root_key = self.key(root)
         parent[root_key] = (b"", self.root_actions)
+
+        def line(key: bytes) -> list[Action]:
+            steps: list[tuple[Action, ...]] = []
+            while key:
+                key, step = parent[key]
+                steps.append(step)
+            return [a for step in reversed(steps) for a in step]
+
         heap: list[tuple[int, int, bytes, State]] = [(0, 0, root_key, root)]
         push = heapq.heappush
+        pop = heapq.heappop
         count = 0
         nodes = 0
         while heap:
-            _, _, at, state = heapq.heappop(heap)
+            if (switch_nodes is not None and nodes >= switch_nodes) or (
+                switch_at is not None and clock() > switch_at
+            ):
+                break
+            _, _, at, state = pop(heap)
             # A dive: expand the state, then its best new child, and so on, DIVE states at
             # most; every other new child goes on the heap, and so does the last best one.
             for _ in range(DIVE):
@@ -250,11 +305,7 @@ class RainbowModel:
                         continue
                     parent[key] = (at, actions)
                     if won(child):
-                        line: list[tuple[Action, ...]] = []
-                        while key:
-                            key, step = parent[key]
-                            line.append(step)
-                        return [a for step in reversed(line) for a in step], nodes, False
+                        return line(key), nodes, False
                     score = _score(child)
                     if best is None or score < best[0]:
                         if best is not None:
@@ -270,6 +321,41 @@ class RainbowModel:
             else:
                 count -= 1
                 push(heap, (_score(state), count, at, state))
+        # Depth first from each queued state, lowest score first: every state recorded
+        # from here on is expanded before the next one is taken from the queue.
+        while heap:
+            _, _, at, state = pop(heap)
+            if nodes == max_nodes:
+                return None, nodes, False
+            nodes += 1
+            if deadline is not None and nodes % 8 == 0 and clock() > deadline:
+                return None, nodes, False
+            stack = [[c for c in expand(state) if c[2] not in parent]]
+            index = [0]
+            ats = [at]
+            while stack:
+                children = stack[-1]
+                i = index[-1]
+                if i == len(children):
+                    stack.pop()
+                    index.pop()
+                    ats.pop()
+                    continue
+                index[-1] = i + 1
+                actions, child, key = children[i]
+                if key in parent:
+                    continue
+                parent[key] = (ats[-1], actions)
+                if won(child):
+                    return line(key), nodes, False
+                if nodes == max_nodes:
+                    return None, nodes, False
+                nodes += 1
+                if deadline is not None and nodes % 8 == 0 and clock() > deadline:
+                    return None, nodes, False
+                stack.append([c for c in expand(child) if c[2] not in parent])
+                index.append(0)
+                ats.append(key)
         return None, nodes, True
 
     @staticmethod

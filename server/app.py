@@ -242,6 +242,7 @@ class SolraceServer:
             backend=self.node.backend.name,
             loop=loop_name(),
             solver="compiled" if native.stale() == [] and native.compiled() else "plain Python",
+            rainbow_search="C" if native.extension("_rainbow") is not None else "Python",
         )
 
     def _storage_failed(self, error: BaseException) -> None:

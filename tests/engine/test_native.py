@@ -122,3 +122,44 @@ def test_the_engine_s_objects_cross_processes_compiled_or_not() -> None:
     (outcome,) = solve_deals("canfield", [0], budget_s=None, max_nodes=3_000, workers=1)
     assert outcome.verdict is Verdict.WINNABLE and outcome.moves
     assert all(isinstance(m, Move) for m in outcome.moves)
+
+
+def recorded_c() -> dict[str, str]:
+    try:
+        return dict(getattr(importlib.import_module("solrace.engine._compiled"), "C_SOURCES", {}))
+    except ImportError:
+        return {}
+
+
+def test_the_c_search_is_used_where_built_and_never_older_than_its_source(tmp_path: Path) -> None:
+    """Rainbow Canfield's search in C (engine/_rainbow.c) runs where the build made it (CI
+    installs a C compiler: there it must have); a copy of the package whose C source has
+    changed since its build runs the Python search instead, as SOLRACE_PURE=1 does."""
+    made = native.extension("_rainbow")
+    if os.environ.get("SOLRACE_PURE") == "1":
+        assert made is None
+        return
+    if os.environ.get("CI") == "true":
+        assert made is not None and "_rainbow" in recorded_c(), "the C search was not built"
+    if made is None:
+        pytest.skip("this build made no C search (no compiler)")
+    root = tmp_path / "copy"
+    package = root / "solrace"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    shutil.copytree(ENGINE, package / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from solrace.engine import native; print(native.extension('_rainbow') is not None)"
+
+    def in_copy(*unset: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("SOLRACE_PURE", *unset)}
+        env["PYTHONPATH"] = str(root)
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert in_copy() == "True"
+    source = package / "engine" / "_rainbow.c"
+    source.write_text(source.read_text() + "\n/* edited */\n")
+    assert in_copy() == "False"

@@ -13,7 +13,7 @@ from solrace.engine import Game, Status, new_game
 from solrace.engine.native import source
 from solrace.engine.solver import Verdict, certificate, solve_position
 from solrace.engine.solver_plain import plain_search
-from solrace.engine.solver_rainbow import Child, RainbowModel, State
+from solrace.engine.solver_rainbow import BEST_FIRST_SHARE, Child, RainbowModel, State
 
 RC = "rainbow-canfield"
 
@@ -89,6 +89,7 @@ def test_a_cycle_of_wraps_between_piles_is_cut_where_the_plain_search_finds_no_w
 def test_the_key_leaves_out_only_a_waste_the_rest_of_the_state_fixes(seed: int) -> None:
     # Run from source: a compiled model's methods cannot be replaced.
     model = source("solver_rainbow").RainbowModel(new_game(RC, seed))
+    model.native = None  # the search in Python, which calls the patched expand
     wastes: dict[bytes, bytes] = {}
     expand = model.expand
 
@@ -108,6 +109,7 @@ def test_the_positions_a_search_cuts_as_cyclic_are_lost_for_the_plain_search() -
     """The cycle test on a real deal's positions, late enough for the plain search."""
     game = new_game(RC, 15063802959729363297)
     model = source("solver_rainbow").RainbowModel(game)  # patched below: from source
+    model.native = None  # the search in Python, which calls the patched methods
     cyclic = model._cyclic
     expand = model.expand
     at: list[State] = []
@@ -162,13 +164,18 @@ def _game_at(game: Game, model: RainbowModel, state: State) -> Game:
     return work
 
 
-def test_the_search_with_whole_pile_moves_only_before_a_fill_agrees_with_the_plain_search() -> None:
+@pytest.mark.parametrize("in_c", [True, False])
+def test_the_search_with_whole_pile_moves_only_before_a_fill_agrees_with_the_plain_search(
+    in_c: bool,
+) -> None:
     """Late positions of real deals, solved by the model (whose whole-pile moves come only
-    with a fill of the pile they empty) and by the plain search of every engine move."""
+    with a fill of the pile they empty), in C and in Python, and by the plain search of
+    every engine move."""
     agreed = {True: 0, False: 0}
     for seed in (10, 19, 15063802959729363297):
         game = new_game(RC, seed)
         model = source("solver_rainbow").RainbowModel(game)  # patched below: from source
+        model.native = None  # the search in Python, which calls the patched expand
         expand = model.expand
         late: list[State] = []
 
@@ -186,9 +193,100 @@ def test_the_search_with_whole_pile_moves_only_before_a_fill_agrees_with_the_pla
             plain = plain_search(work, max_positions=3_000)
             if plain is None:
                 continue
-            line, _, exhausted = RainbowModel(work).search(20_000, None)
+            solver = RainbowModel(work)
+            if not in_c:
+                solver.native = None
+            elif solver.native is None:
+                pytest.skip("this build made no C search (no compiler, or SOLRACE_PURE=1)")
+            line, _, exhausted = solver.search(20_000, None)
             assert (line is not None, exhausted) == (plain, not plain), (seed, state)
             if line is not None:
                 certificate(work, line)  # raises unless the engine's moves win
             agreed[plain] += 1
     assert agreed[True] >= 5 and agreed[False] >= 5, agreed
+
+
+def _both(game: Game, max_nodes: int) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    """The search's (line, states, exhausted) in C and in Python, on a budget of states."""
+    in_c = RainbowModel(game)
+    if in_c.native is None:
+        pytest.skip("this build made no C search (no compiler, or SOLRACE_PURE=1)")
+    in_python = RainbowModel(game)
+    in_python.native = None
+    return in_c.search(max_nodes, None), in_python.search(max_nodes, None)
+
+
+@pytest.mark.parametrize(
+    ("seed", "max_nodes", "verdict"),
+    [
+        (19, 3_000, "won best first"),
+        (12193683034645059119, 2_000, "won depth first"),  # after the switch
+        (14104536160193848072, 6_000, "won depth first"),
+        (9555816473167389006, 60_000, "lost"),  # the queue run out depth first
+        (5916093768886787885, 20_000, "unknown"),  # both phases, to the budget
+        (0, 5_000, "unknown"),
+    ],
+)
+def test_the_search_in_c_is_the_python_search_state_for_state(
+    seed: int, max_nodes: int, verdict: str
+) -> None:
+    """The same moves in the same order, the same line, the same count of states expanded
+    and the same verdict, best first and then depth first (BEST_FIRST_SHARE)."""
+    game = new_game(RC, seed)
+    in_c, in_python = _both(game, max_nodes)
+    assert in_c == in_python
+    line, nodes, exhausted = in_c
+    switch = max_nodes * BEST_FIRST_SHARE
+    assert {
+        "won best first": line is not None and nodes < switch,
+        "won depth first": line is not None and nodes > switch,
+        "lost": exhausted and nodes > switch,
+        "unknown": line is None and nodes == max_nodes,
+    }[verdict]
+    if line is not None:
+        assert isinstance(line, list)
+        certificate(game, line)  # raises unless the engine's moves win
+
+
+def test_the_search_in_c_matches_on_late_positions_too() -> None:
+    """Positions with a waste, an empty pile or an empty reserve, from a real deal's search:
+    the C search starts from each as the Python one does."""
+    game = new_game(RC, 4373617050511323977)
+    model = source("solver_rainbow").RainbowModel(game)
+    model.native = None
+    expand = model.expand
+    states: list[State] = []
+
+    def expanding(state: State) -> list[Child]:
+        states.append(state)
+        return expand(state)
+
+    model.expand = expanding  # type: ignore[method-assign]
+    model.search(3_000, None)
+    late = [s for s in states if s[4] and s[3] >= 20]
+    kinds = {(not s[2], not all(s[0])) for s in late}
+    assert len(late) > 100 and len(kinds) == 4, kinds
+    for state in late[:: len(late) // 25]:
+        in_c, in_python = _both(_game_at(game, model, state), 2_000)
+        assert in_c == in_python, state
+
+
+def test_the_search_in_c_ends_unknown_before_its_memory_passes_its_bound() -> None:
+    model = RainbowModel(new_game(RC, 5916093768886787885))
+    if model.native is None:
+        pytest.skip("this build made no C search (no compiler, or SOLRACE_PURE=1)")
+    piles, found, rc, sp, waste = model.root
+    args = (bytes(model.rel), model.reserve, model.stock, piles, found, rc, sp, waste)
+    bound = 8 << 20
+    line, nodes, exhausted, held = model.native.search(*args, -1, -1.0, -1, -1.0, bound)
+    assert line is None and not exhausted and 0 < held <= bound
+    assert nodes > 10_000  # it searched until the bound, not stopped at once
+    line, more, _, held = model.native.search(*args, -1, -1.0, -1, -1.0, 4 * bound)
+    assert line is None and more > nodes and held <= 4 * bound
+    # A state that is not one of the model's is refused plainly.
+    with pytest.raises(ValueError, match="rel"):
+        model.native.search(b"\x00" * 51, *args[1:], -1, -1.0, -1, -1.0, bound)
+    with pytest.raises(ValueError, match="card"):
+        model.native.search(args[0], model.reserve, b"\x40", *args[3:], -1, -1.0, -1, -1.0, bound)
+    with pytest.raises(ValueError, match="state"):
+        model.native.search(*args[:5], 99, sp, waste, -1, -1.0, -1, -1.0, bound)

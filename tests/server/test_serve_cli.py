@@ -392,3 +392,20 @@ def test_the_address_to_open_names_this_machine_for_a_node_on_every_address() ->
     assert page_url("::", 8765) == "http://127.0.0.1:8765/"
     assert page_url("::1", 80) == "http://[::1]:80/"
     assert page_url("games.example", 8765) == "http://games.example:8765/"
+
+
+async def test_the_listening_line_says_which_rainbow_canfield_search_runs(tmp_path: Path) -> None:
+    """The C search where the build made it (CI: always), the Python one otherwise."""
+    from solrace.engine import native
+
+    node = NodeProcess(tmp_path, None)
+    await serve_and_ping(node)
+    (entry,) = [
+        json.loads(line)
+        for line in (node.directory / "node.log").read_text().splitlines()
+        if line.startswith("{") and json.loads(line).get("event") == "listening"
+    ]
+    built = native.extension("_rainbow") is not None
+    assert entry["rainbow_search"] == ("C" if built else "Python"), entry
+    if os.environ.get("CI") == "true" and os.environ.get("SOLRACE_PURE") != "1":
+        assert entry["rainbow_search"] == "C"
