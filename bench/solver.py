@@ -18,8 +18,9 @@ the game's id written with underscores, then ``baseline_per_s``: a fixed pure-Py
 workload (SplitMix64 outputs per CPU second) timed in this process before each game, as
 in ``bench/engine.py``, to tell a slow machine from a slow solver, and ``compiled``: the
 solver's modules that ran compiled (setup.py; ``none`` where the build made none or
-``SOLRACE_PURE=1`` is set, which runs the plain Python modules to compare). Progress goes
-to stderr.
+``SOLRACE_PURE=1`` is set, which runs the plain Python modules to compare), and
+``rainbow_search``: ``C`` where Rainbow Canfield's search ran in C (``engine/_rainbow.c``),
+else ``Python``. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     pairs.append(f"baseline_per_s={statistics.median(rates):.0f}")
     pairs.append(f"compiled={','.join(native.compiled()) or 'none'}")
+    pairs.append(f"rainbow_search={'C' if native.extension('_rainbow') else 'Python'}")
     print(" ".join(pairs))
     return 0
 
