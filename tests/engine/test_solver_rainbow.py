@@ -290,3 +290,19 @@ def test_the_search_in_c_ends_unknown_before_its_memory_passes_its_bound() -> No
         model.native.search(args[0], model.reserve, b"\x40", *args[3:], -1, -1.0, -1, -1.0, bound)
     with pytest.raises(ValueError, match="state"):
         model.native.search(*args[:5], 99, sp, waste, -1, -1.0, -1, -1.0, bound)
+
+
+def test_the_search_in_c_is_the_python_search_on_forty_more_deals() -> None:
+    """Forty deals of a fixed sample, each at a budget of states that ends in either phase:
+    the same line, count and verdict in C as in Python."""
+    from solrace.engine.rng import SplitMix64
+
+    rng = SplitMix64(20261205)
+    verdicts = {"won": 0, "unknown": 0}
+    for n in range(40):
+        seed = rng.next_u64()
+        max_nodes = (1_000, 5_000, 15_000)[n % 3]
+        in_c, in_python = _both(new_game(RC, seed), max_nodes)
+        assert in_c == in_python, seed
+        verdicts["won" if in_c[0] is not None else "unknown"] += in_c[2] is False
+    assert verdicts["won"] >= 3 and verdicts["unknown"] >= 20, verdicts
