@@ -63,15 +63,17 @@ class Change:
         return (Change, (self.move, self.touched))
 
 
-# One history record per applied move, enough to revert it exactly:
-#   (_MOVED, src, src_index, dst, dst_index, count, reserve_fills, fan_before)
-#   (_DREW, cards_drawn, fan_before) and (_REDEALT, fan_before)
-# A record holds only ints, pile letters and a tuple of ints, which CPython's cyclic
-# collector stops tracking the first time it sees them. A record lives as long as its
-# race, one a move: holding enum members it stayed tracked, and every middle and full
-# collection of a busy server, which every move waits behind, scanned every move of every
-# running race on top of the players' own objects.
-_Record = tuple[int | str | tuple[int, ...], ...]
+# One history record per applied move, enough to revert it exactly, written into one flat
+# list of ints and pile letters, its kind last:
+#   src, src_index, dst, dst_index, count, *reserve_fills, len(reserve_fills), fan_before, _MOVED
+#   cards_drawn, fan_before, _DREW and fan_before, _REDEALT
+# A record lives as long as its race, one a move. Held as its own tuple it was one more
+# object a move for CPython's cyclic collector (a tuple of ints is tracked when made and
+# only untracked at its first collection): on a busy server those made its young
+# collections come every few seconds, each scanning every room's current records. Ints
+# and interned letters in a list are no objects for the collector at all. (Holding enum
+# members, records stayed tracked, and every middle and full collection scanned them.)
+_Record = int | str
 _MOVED, _DREW, _REDEALT = 0, 1, 2
 
 
@@ -103,7 +105,7 @@ class Game:
         self.base_rank = 1
         self.moves = 0
         self.log: list[Move] = []
-        self._history: list[_Record] = []
+        self._history: list[_Record] = []  # flat: see _Record
         self._ended: Status | None = None
         self._stuck_at = -1
         self._stuck = False
@@ -465,7 +467,16 @@ class Game:
         if src is W and fan:
             self.fan = fan - 1
         fills = self._auto_fill() if src is T else ()
-        self._history.append((_MOVED, src.value, si, dst.value, di, count, fills, fan))
+        history = self._history
+        history.append(src.value)
+        history.append(si)
+        history.append(dst.value)
+        history.append(di)
+        history.append(count)
+        history.extend(fills)
+        history.append(len(fills))
+        history.append(fan)
+        history.append(_MOVED)
         self.layout_rev += 1
         if dst is F and self.banked == 52:
             self._ended = Status.WON
@@ -485,7 +496,10 @@ class Game:
         n = min(self.draw_count, len(stock))
         for _ in range(n):
             self.waste.append(stock.pop())
-        self._history.append((_DREW, n, self.fan))
+        history = self._history
+        history.append(n)
+        history.append(self.fan)
+        history.append(_DREW)
         self.fan = n
         return Change(DRAW, ("s", "w"))
 
@@ -498,7 +512,9 @@ class Game:
             raise IllegalMove(Reason.STOCK_NOT_EMPTY, "redeal only once the stock is empty")
         if not self.waste:
             raise IllegalMove(Reason.NOTHING_TO_REDEAL, "the stock and the waste are both empty")
-        self._history.append((_REDEALT, self.fan))
+        history = self._history
+        history.append(self.fan)
+        history.append(_REDEALT)
         self.waste.reverse()
         self.stock, self.waste = self.waste, []
         self.fan = 0
@@ -516,29 +532,36 @@ class Game:
             raise IllegalMove(Reason.UNDO_NOT_ALLOWED, "undo is off in this game")
         if not self._history:
             raise IllegalMove(Reason.NOTHING_TO_UNDO, "there is no move to undo")
-        record = self._history.pop()
-        kind = record[0]
+        history = self._history
+        kind = history.pop()
         if kind == _DREW:
-            n, fan = record[1], record[2]
+            fan, n = history.pop(), history.pop()
             assert isinstance(n, int) and isinstance(fan, int)
             for _ in range(n):
                 self.stock.append(self.waste.pop())
             self.fan = fan
             return Change(UNDO, ("s", "w"))
         if kind == _REDEALT:
-            fan = record[1]
+            fan = history.pop()
             assert isinstance(fan, int)
             self.stock.reverse()
             self.waste, self.stock = self.stock, []
             self.fan = fan
             return Change(UNDO, ("s", "w"))
-        _, src_letter, si, dst_letter, di, count, fills, fan = record
+        fan, filled = history.pop(), history.pop()
+        assert isinstance(fan, int) and isinstance(filled, int)
+        last_first: list[int] = []
+        for _ in range(filled):
+            i = history.pop()
+            assert isinstance(i, int)
+            last_first.append(i)
+        count, di, dst_letter, si, src_letter = (history.pop() for _ in range(5))
         assert isinstance(src_letter, str) and isinstance(dst_letter, str)
         src, dst = PileKind(src_letter), PileKind(dst_letter)
         assert isinstance(si, int) and isinstance(di, int) and isinstance(count, int)
-        assert isinstance(fills, tuple) and isinstance(fan, int)
-        for i in reversed(fills):
+        for i in last_first:
             self.reserve.append(self.tableau[i].pop())
+        fills = tuple(reversed(last_first))
         target, pile = self._pile(dst, di), self._pile(src, si)
         pile.extend(target[-count:])
         del target[-count:]

@@ -67,3 +67,31 @@ def test_a_games_tracked_objects_do_not_grow_with_its_moves(variant: str) -> Non
     assert best is not None and best[0] >= 40, f"no deal of the sample lasted: {best}"
     played, first, last = best
     assert last - first <= 5, (played, first, last)  # not one a move
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_move_leaves_no_new_object_for_the_collector_to_count(variant: str) -> None:
+    """What a move keeps (its undo record) is no tracked object: CPython starts a young
+    collection once tracked objects made outnumber those freed by its threshold, and on a
+    busy server one kept a move made those come every few seconds, each scanning every
+    room's current records (docs/benchmarks.md, 5 December, capacity)."""
+    cache: dict[str, Move] = {}
+    rng = random.Random(5)
+    kept = played = 0
+    for seed in range(40):
+        game = new_game(variant, seed)
+        gc.collect()
+        gc.disable()
+        try:
+            before = gc.get_count()[0]
+            for _ in range(100):
+                if not (legal := game.legal_moves()):
+                    break
+                text = format_move(rng.choice(legal))
+                game.apply(cache.setdefault(text, parse_move(text)))
+                played += 1
+            kept += gc.get_count()[0] - before
+        finally:
+            gc.enable()
+    assert played >= 1_000
+    assert kept / played < 0.5, (kept, played)  # about 1.2 a move while records were tuples
