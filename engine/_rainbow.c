@@ -568,19 +568,12 @@ static inline void fresh_acts(Acts *a) {
 
 static inline void put(Full *s, int j, int c) { s->p[j][s->n[j]++] = (uint8_t)c; }
 
-/* RainbowModel._play: the moves of ``c``, the waste's top card after ``draws`` draws, from
- * ``b`` (whose waste is the one below ``c``). */
-static void play(Ctx *x, int c, int draws, const Full *b, int wrap) {
+/* The moves of ``c`` to the tableau from ``b`` (the state with ``c`` taken from its source):
+ * onto each pile whose top it fits, and into the first empty pile where ``empty_ok``;
+ * ``a`` holds the actions before the move (draws). */
+static void to_tableau(Ctx *x, int c, const Full *b, int wrap, int empty_ok, const Acts *before) {
     Full ch;
     Acts a;
-    if (takes(x, b, c)) {
-        ch = *b;
-        ch.found[suit(c)]++;
-        fresh_acts(&a);
-        a.draws = (uint8_t)draws;
-        act(&a.play, c, 1, TO_FOUNDATION);
-        emit(x, &ch, &a);
-    }
     int empty_done = 0;
     for (int j = 0; j < 4; j++) {
         int target;
@@ -593,7 +586,7 @@ static void play(Ctx *x, int c, int draws, const Full *b, int wrap) {
             put(&ch, j, c);
             if (dead(x, ch.p[j], ch.n[j]))
                 continue;
-        } else if (b->rc || empty_done) {
+        } else if (!empty_ok || empty_done) {
             continue;
         } else {
             empty_done = 1;
@@ -603,11 +596,26 @@ static void play(Ctx *x, int c, int draws, const Full *b, int wrap) {
         }
         if ((wrap || (target >= 0 && x->rel[target] == 0)) && cyclic(x, &ch))
             continue;
-        fresh_acts(&a);
-        a.draws = (uint8_t)draws;
+        a = *before;
         act(&a.play, c, 1, target);
         emit(x, &ch, &a);
     }
+}
+
+/* RainbowModel._play: the moves of ``c``, the waste's top card after ``draws`` draws, from
+ * ``b`` (whose waste is the one below ``c``). */
+static void play(Ctx *x, int c, int draws, const Full *b, int wrap) {
+    Acts a;
+    fresh_acts(&a);
+    a.draws = (uint8_t)draws;
+    if (takes(x, b, c)) {
+        Full ch = *b;
+        ch.found[suit(c)]++;
+        Acts banked_ = a;
+        act(&banked_.play, c, 1, TO_FOUNDATION);
+        emit(x, &ch, &banked_);
+    }
+    to_tableau(x, c, b, wrap, !b->rc, &a);
 }
 
 /* ``b`` with ``k`` more cards drawn: the stock's next ``k`` - 1 go to the waste and the
@@ -649,33 +657,10 @@ static void expand(Ctx *x, const Full *s) {
     }
     /* 2. the reserve to the tableau */
     if (s->rc) {
-        int empty_done = 0;
-        for (int j = 0; j < 4; j++) {
-            int target;
-            if (s->n[j]) {
-                int t = s->p[j][s->n[j] - 1];
-                if (!fits(top_r, t))
-                    continue;
-                target = t;
-                ch = *s;
-                put(&ch, j, top_r);
-                if (dead(x, ch.p[j], ch.n[j]))
-                    continue;
-            } else if (empty_done) {
-                continue;
-            } else {
-                empty_done = 1;
-                target = TO_EMPTY;
-                ch = *s;
-                put(&ch, j, top_r);
-            }
-            ch.rc--;
-            if ((wrap || (target >= 0 && x->rel[target] == 0)) && cyclic(x, &ch))
-                continue;
-            fresh_acts(&a);
-            act(&a.play, top_r, 1, target);
-            emit(x, &ch, &a);
-        }
+        b = *s;
+        b.rc--;
+        fresh_acts(&a);
+        to_tableau(x, top_r, &b, wrap, 1, &a);
     }
     /* 3. a whole pile onto another, only when no pile is empty, with a fill of the pile it
      * empties */
