@@ -803,12 +803,32 @@ typedef struct {
     uint32_t entry;
 } Frame;
 
+typedef struct {
+    Frame *items;
+    size_t len, cap;
+} Frames;
+
+/* Push a frame of the depth-first search: 0 if memory ran out. */
+static int push_frame(Ctx *x, Frames *fs, Frame f) {
+    if (fs->len == fs->cap) {
+        size_t ncap = fs->cap ? fs->cap * 2 : 256;
+        Frame *more = realloc(fs->items, ncap * sizeof(Frame));
+        if (more == NULL) {
+            x->over = 1;
+            return 0;
+        }
+        fs->items = more;
+        fs->cap = ncap;
+    }
+    fs->items[fs->len++] = f;
+    return 1;
+}
+
 /* The depth-first search from each queued state in turn, lowest score first, over the same
  * table: every state it records it expands, so when the queue is empty, every state recorded
  * has been expanded. */
 static int depth_first(Ctx *x, const Limits *l, int64_t *nodes) {
-    Frame *frames = NULL;
-    size_t nf = 0, fcap = 0;
+    Frames fs = {NULL, 0, 0};
     int result = EXHAUSTED;
     Full state;
     while (x->hlen && result == EXHAUSTED) {
@@ -821,27 +841,20 @@ static int depth_first(Ctx *x, const Limits *l, int64_t *nodes) {
         x->mode = MODE_COLLECT;
         x->klen = 0;
         expand(x, &state);
-        nf = 0;
-        if (nf == fcap) {
-            fcap = fcap ? fcap * 2 : 256;
-            Frame *nfr = realloc(frames, fcap * sizeof(Frame));
-            if (nfr == NULL) {
-                x->over = 1;
-                result = LIMIT;
-                break;
-            }
-            frames = nfr;
+        fs.len = 0;
+        if (!push_frame(x, &fs, (Frame){0, x->klen, 0, item.entry})) {
+            result = LIMIT;
+            break;
         }
-        frames[nf++] = (Frame){0, x->klen, 0, item.entry};
-        while (nf) {
+        while (fs.len) {
             if (x->over) {
                 result = LIMIT;
                 break;
             }
-            Frame *f = &frames[nf - 1];
+            Frame *f = &fs.items[fs.len - 1];
             if (f->start + f->next == f->end) {
                 x->klen = f->start;
-                nf--;
+                fs.len--;
                 continue;
             }
             Kid *k = &x->kids[f->start + f->next++];
@@ -865,20 +878,13 @@ static int depth_first(Ctx *x, const Limits *l, int64_t *nodes) {
             state = k->s; /* the kids' array may move as it grows */
             size_t start = x->klen;
             expand(x, &state);
-            if (nf == fcap) {
-                fcap *= 2;
-                Frame *nfr = realloc(frames, fcap * sizeof(Frame));
-                if (nfr == NULL) {
-                    x->over = 1;
-                    result = LIMIT;
-                    break;
-                }
-                frames = nfr;
+            if (!push_frame(x, &fs, (Frame){start, x->klen, 0, (uint32_t)e})) {
+                result = LIMIT;
+                break;
             }
-            frames[nf++] = (Frame){start, x->klen, 0, (uint32_t)e};
         }
     }
-    free(frames);
+    free(fs.items);
     return result;
 }
 
