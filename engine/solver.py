@@ -27,8 +27,9 @@ seen (a state is expanded once, however it was reached, so the cycles of the rul
 as a card moved back and forth, end there). The table may also skip a state that one it
 recorded dominates: one whose shortest win is no longer (Canfield's waste, in its model).
 It tries moves best first. (A model may bring a search of its own: Rainbow
-Canfield's expands its states best first by a score, with the same table; the proof
-below holds for any order.) A model may instead give each state a ``priority`` and the
+Canfield's expands its states best first by a score for part of its budget, then depth
+first from each state it queued, with the same table, in C where the build made it; the
+proof below holds for any order.) A model may instead give each state a ``priority`` and the
 lengths of its ``dives``: the search then dives depth-first from the start for the first
 length, puts each state it records but has not expanded when a dive ends on a heap, and
 dives again, for the second length, from the heap's state of lowest priority (the latest
