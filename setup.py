@@ -72,7 +72,8 @@ def c_extensions() -> list[object]:
 
 def record(built_mypyc: bool) -> None:
     """Write the digests of the sources this build compiles (engine/_compiled.py)."""
-    lines = [f'    "{name}": "{digest}",' for name, digest in digests().items()]
+    sources = digests() if built_mypyc else {}
+    lines = [f'    "{name}": "{digest}",' for name, digest in sources.items()]
     c_sources = {name: (ROOT / "engine" / f"{name}.c").read_bytes() for name in C_EXTENSIONS}
     c_lines = [
         f'    "{name}": "{hashlib.sha256(text).hexdigest()}",' for name, text in c_sources.items()
@@ -80,7 +81,7 @@ def record(built_mypyc: bool) -> None:
     RECORD.write_text(
         '"""Written by setup.py: the digests of the sources compiled into this build."""\n\n'
         "SOURCES = {\n"
-        + ("\n".join(lines) + "\n" if built_mypyc else "")
+        + "".join(f"{line}\n" for line in lines)
         + "}\n\nC_SOURCES = {\n"
         + "\n".join(c_lines)
         + "\n}\n"

@@ -74,7 +74,7 @@ typedef struct {
     uint8_t stock[NC];
     int nstock;
     uint8_t base[2 * NC]; /* the root's waste, then the stock: the waste's cards in order */
-    int nbase, nbase0;
+    int nbase0;
     /* the table: open addressing; a slot holds a fingerprint of the digest (high half)
      * and the entry's index + 1 (low half), so that a probe reads the entries only when
      * the fingerprints match */
@@ -520,9 +520,8 @@ static void emit(Ctx *x, Full *c, Acts *a) {
         return;
     }
     if (x->mode == MODE_COLLECT) {
-        /* Recorded when the search comes to it: one seen by then is passed over there,
-         * as is one seen already (the Python search leaves those out here, to the same
-         * effect). */
+        /* Recorded when the search comes to it: one seen by then, or already, is passed
+         * over there (as in the Python search). */
         if (!grow(x, (void **)&x->kids, &x->kcap, x->klen + 1, sizeof(Kid)))
             return;
         /* The table's slot is read when the search comes to this child: fetched now. */
@@ -1009,13 +1008,13 @@ static PyObject *search(PyObject *Py_UNUSED(self), PyObject *args) {
     x->nbase0 = bytes_arg(waste_o, x->base, NC, "waste");
     if (nres < 0 || x->nstock < 0 || x->nbase0 < 0)
         goto done;
+    /* The root has drawn nothing: the stock given is what is left to draw. */
     if (PyTuple_GET_SIZE(piles_o) != 4 || PyTuple_GET_SIZE(found_o) != 4 || rc < 0 ||
-        rc > nres || sp < 0 || sp > x->nstock) {
+        rc > nres || sp != 0) {
         PyErr_SetString(PyExc_ValueError, "not a state of the model");
         goto done;
     }
     memcpy(x->base + x->nbase0, x->stock, (size_t)x->nstock);
-    x->nbase = x->nbase0 + x->nstock;
     for (int i = 0; i < 4; i++) {
         PyObject *p = PyTuple_GET_ITEM(piles_o, i);
         if (!PyBytes_Check(p)) {
@@ -1040,10 +1039,6 @@ static PyObject *search(PyObject *Py_UNUSED(self), PyObject *args) {
     /* The root's waste is the waste given; a decoded state's follows from the base. */
     memcpy(root.w, x->base, (size_t)x->nbase0);
     root.nw = (uint8_t)x->nbase0;
-    if (sp > 0) {
-        PyErr_SetString(PyExc_ValueError, "the root has drawn nothing");
-        goto done;
-    }
     x->max_bytes = (size_t)max_bytes;
     Limits lim = {max_nodes, deadline, switch_nodes, switch_at};
     int64_t nodes = 0;
@@ -1056,8 +1051,6 @@ static PyObject *search(PyObject *Py_UNUSED(self), PyObject *args) {
     if (e < 0 || !push(x, &root, 0, (uint32_t)e)) {
         outcome = LIMIT;
     } else {
-        x->seq = 0; /* the root is the heap's first, as in the Python search */
-        x->heap[0].prio = ((uint64_t)4096 << 40) | ((((uint64_t)1) << 40) - 1);
         outcome = best_first(x, &lim, &nodes);
         if (outcome == GOING)
             outcome = depth_first(x, &lim, &nodes);

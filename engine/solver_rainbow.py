@@ -331,7 +331,7 @@ class RainbowModel:
             nodes += 1
             if deadline is not None and nodes % 8 == 0 and clock() > deadline:
                 return None, nodes, False
-            stack = [[c for c in expand(state) if c[2] not in parent]]
+            stack = [expand(state)]
             index = [0]
             ats = [at]
             while stack:
@@ -354,7 +354,7 @@ class RainbowModel:
                 nodes += 1
                 if deadline is not None and nodes % 8 == 0 and clock() > deadline:
                     return None, nodes, False
-                stack.append([c for c in expand(child) if c[2] not in parent])
+                stack.append(expand(child))
                 index.append(0)
                 ats.append(key)
         return None, nodes, True
