@@ -3,7 +3,10 @@
 On this machine a node runs pinned to one core; ``solrace loadtest``'s bots (its library:
 the same bots, processes and per-second reports) run pinned to the other, with the
 bench's own process. Each *step* starts a fresh node and connects ``N`` players in rooms
-of 4 over a ramp (``--connect-rate`` players a second), lets the races settle
+of 4 over a ramp (``--connect-rate`` players a second, at most ``solrace loadtest``'s
+``--joining`` of them joining at once, so that a node slower to take them than the ramp
+sets the pace, and the step measures what it holds, not a connection storm), lets the
+races settle
 (``--settle`` seconds once every player is in, or once three ramps have passed), then
 measures a steady window of ``--window`` seconds: every bot makes a
 legal move every 2 s with +-50% jitter (a draw about half the time, 3% of its moves not

@@ -80,6 +80,13 @@ class LoadTest:
     handshake_timeout_s: float = 30.0
     """How long a bot waits for the server's answer to its websocket handshake; past it
     the bot counts as failed to connect and its connection is closed."""
+    joining: int = 64
+    """Bots joining at once, at most (from its connect until its room answers), over all
+    the processes: the ramp goes no faster than the server takes them. A real crowd's
+    clients back off and retry; bots that all connect on the ramp's schedule to a server
+    that takes them more slowly pile up in its listen queue, which then drops their
+    connections, and the test measures a connection storm instead of what the server
+    holds. 0: no bound (the ramp's schedule alone)."""
 
 
 @dataclass
@@ -357,6 +364,12 @@ class _Run:
         self.bots: list[_Bot] = []
         self.report = Report()
         self.tasks: set[asyncio.Task[Any]] = set()
+        share = -(-test.joining // test.processes) if test.joining > 0 else 0
+        self.joining = asyncio.Semaphore(share) if share else contextlib.nullcontext()
+        self.pending = 0
+        """Bots not yet in (or failed to join)."""
+        self.ramped = asyncio.Event()
+        """Set once every bot of the process is in its room or has failed to join."""
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -405,50 +418,67 @@ class _Run:
     async def player(self, index: int) -> None:
         """One bot: connect, hello, create or join its room, race."""
         try:
-            bot = await self.connect(index)
-            hello = await bot.request(
-                {"type": "hello", "name": f"bot{index}", "bot": True, "legal_moves": True}
-            )
-            if hello["type"] != "welcome":
-                self.report.errors[str(hello.get("code"))] += 1
-                return
             room_index, seat = divmod(index, self.test.rooms_of)
-            if seat == 0:
-                bot.host = True
-                made = await bot.request(
-                    {
-                        "type": "create_room",
-                        "variant": self.test.variant,
-                        "max_players": self.test.rooms_of,
-                        "countdown": 0,
-                        "undo": True,
-                        "time_limit": self.test.time_limit_s,
-                        "spectators": "live" if self.test.spectators else "off",
-                        "winnable": self.test.winnable,
-                    }
+            if seat:
+                # A guest joins once its host has made the room, so that no guest holds
+                # one of the places to join (``joining``) while its host waits for one.
+                await asyncio.wait_for(self.made[room_index].wait(), 60)
+            async with self.joining:
+                bot = await self.connect(index)
+                hello = await bot.request(
+                    {"type": "hello", "name": f"bot{index}", "bot": True, "legal_moves": True}
                 )
-                if made["type"] != "room":
-                    self.report.errors[str(made.get("code"))] += 1
+                if hello["type"] != "welcome":
+                    self.report.errors[str(hello.get("code"))] += 1
                     return
-                self.codes[room_index] = made["room"]["code"]
-                self.joined[room_index] = asyncio.Event()
-                self.made[room_index].set()
+                if seat == 0:
+                    bot.host = True
+                    made = await bot.request(
+                        {
+                            "type": "create_room",
+                            "variant": self.test.variant,
+                            "max_players": self.test.rooms_of,
+                            "countdown": 0,
+                            "undo": True,
+                            "time_limit": self.test.time_limit_s,
+                            "spectators": "live" if self.test.spectators else "off",
+                            "winnable": self.test.winnable,
+                        }
+                    )
+                    if made["type"] != "room":
+                        self.report.errors[str(made.get("code"))] += 1
+                        return
+                    self.codes[room_index] = made["room"]["code"]
+                    self.joined[room_index] = asyncio.Event()
+                    self.made[room_index].set()
+                else:
+                    joined = await bot.request(
+                        {"type": "join_room", "code": self.codes[room_index]}
+                    )
+                    if joined["type"] != "room":
+                        self.report.errors[str(joined.get("code"))] += 1
+            if seat == 0:
                 await asyncio.wait_for(self.joined[room_index].wait(), 60)
                 bot.racing = True
                 started = await bot.request({"type": "start"})
                 if started["type"] == "error":
                     self.report.errors[str(started.get("code"))] += 1
                 return
-            await asyncio.wait_for(self.made[room_index].wait(), 60)
-            joined = await bot.request({"type": "join_room", "code": self.codes[room_index]})
-            if joined["type"] != "room":
-                self.report.errors[str(joined.get("code"))] += 1
             bot.racing = True
             self.seated[room_index] += 1
             if self.seated[room_index] >= self.seats(room_index) - 1:
                 self.joined[room_index].set()
         except (ConnectionError, OSError, TimeoutError) as error:
             self.report.errors[type(error).__name__] += 1
+        finally:
+            self._in()
+
+    def _in(self) -> None:
+        """A bot is racing or watching, or will not be: once every bot is, the ramp is
+        over."""
+        self.pending -= 1
+        if self.pending <= 0:
+            self.ramped.set()
 
     def seats(self, room_index: int) -> int:
         first = self.first + room_index * self.test.rooms_of
@@ -456,17 +486,20 @@ class _Run:
 
     async def spectator(self, index: int, room_index: int) -> None:
         try:
-            bot = await self.connect(index)
-            bot.watching = True
-            await bot.request({"type": "hello", "name": f"watch{index}", "bot": True})
             await asyncio.wait_for(self.made[room_index].wait(), 60)
-            joined = await bot.request(
-                {"type": "join_room", "code": self.codes[room_index], "role": "spectator"}
-            )
-            if joined["type"] != "room":
-                self.report.errors[str(joined.get("code"))] += 1
+            async with self.joining:
+                bot = await self.connect(index)
+                bot.watching = True
+                await bot.request({"type": "hello", "name": f"watch{index}", "bot": True})
+                joined = await bot.request(
+                    {"type": "join_room", "code": self.codes[room_index], "role": "spectator"}
+                )
+                if joined["type"] != "room":
+                    self.report.errors[str(joined.get("code"))] += 1
         except (ConnectionError, OSError, TimeoutError) as error:
             self.report.errors[type(error).__name__] += 1
+        finally:
+            self._in()
 
     async def start(self, spectators: int) -> None:
         rooms = math.ceil(self.count / self.test.rooms_of)
@@ -474,6 +507,9 @@ class _Run:
         self.made = {r: asyncio.Event() for r in range(rooms)}
         self.joined: dict[int, asyncio.Event] = {}
         self.seated: Counter[int] = Counter()
+        self.pending = self.count + spectators
+        if not self.pending:
+            self.ramped.set()
         step = self.test.ramp_s / max(1, self.count + spectators)
         for offset in range(self.count):
             index = self.first + offset
@@ -535,7 +571,7 @@ def _worker(test: LoadTest, first: int, count: int, spectators: int, queue: Any)
         frozen = False
         while time.monotonic() - began < test.duration_s:
             await asyncio.sleep(1.0)
-            if not frozen and time.monotonic() - began > test.ramp_s + 1.0:
+            if not frozen and run.ramped.is_set():
                 # The bots are in: what they hold is left out of every later scan.
                 frozen = True
                 gc.freeze()

@@ -43,6 +43,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--ramp", type=_seconds, default=10.0, help="connect them over (10s)")
     parser.add_argument(
+        "--joining",
+        type=int,
+        default=64,
+        help="bots joining at once at most, over all processes: the ramp goes no faster "
+        "than the server takes them (64; 0: the ramp's schedule alone)",
+    )
+    parser.add_argument(
         "--metrics",
         metavar="URL",
         help="the node's /metrics (its metrics port), to read its RSS and CPU",
@@ -72,6 +79,9 @@ def _loadtest(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.joining < 0:
+        print("solrace loadtest: --joining is 0 (no bound) or more", file=sys.stderr)
+        return 2
     metrics = args.metrics
     if metrics and not metrics.rstrip("/").endswith("/metrics"):
         metrics = metrics.rstrip("/") + "/metrics"
@@ -89,6 +99,7 @@ def _loadtest(args: argparse.Namespace) -> int:
         addresses=args.addresses,
         metrics_url=metrics,
         ramp_s=args.ramp,
+        joining=args.joining,
     )
 
     def progress(figures: dict[str, Any]) -> None:

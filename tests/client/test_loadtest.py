@@ -181,3 +181,43 @@ async def test_the_load_process_reports_its_own_stalls_apart_from_the_servers() 
     total.add(stalled)
     total.add(Report(lag_ms=30.0))
     assert total.lag_ms == stalled.lag_ms
+
+
+@pytest.mark.parametrize("joining", [3, 0])
+async def test_the_ramp_holds_no_more_bots_joining_at_once_than_its_bound(joining: int) -> None:
+    """Bots whose server does not answer yet: at most ``joining`` of them have
+    connected and wait for it (the others wait their turn instead of piling into its
+    listen queue); one that fails frees its place for the next. With no bound, every
+    bot due on the ramp connects at once."""
+    import asyncio
+
+    from solrace.client.loadtest import LoadTest, _Run
+
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    test = LoadTest(
+        url=f"ws://127.0.0.1:{port}/", players=12, rooms_of=1, ramp_s=0.0, joining=joining
+    )
+    run = _Run(test, 0, test.players)
+    try:
+        await run.start(0)
+        await asyncio.sleep(0.5)
+        assert len(accepted) == (joining or 12)
+        if joining:
+            for writer in accepted:
+                writer.close()  # these bots fail to join: the next ones take their places
+            await asyncio.sleep(0.5)
+            assert len(accepted) == 2 * joining
+            assert run.report.errors["ConnectionError"] == joining
+            assert not run.ramped.is_set()
+    finally:
+        await run.stop()
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
