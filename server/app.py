@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import gc
 import itertools
 import resource
@@ -410,6 +411,9 @@ def tune_gc() -> None:
     at 10,000, 2,884 at 50,000). Garbage is still collected: only less often, in more
     work at a time.
     """
+    global _pause_loop
+    with contextlib.suppress(RuntimeError):
+        _pause_loop = asyncio.get_running_loop()
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
@@ -421,30 +425,48 @@ GC_PAUSE_LOGGED_S = 0.05
 """A collection that holds the event loop this long or longer is logged (``gc_pause``)."""
 
 _gc_started = 0.0
+_pause_loop: asyncio.AbstractEventLoop | None = None
+"""The node's loop, which logs the pauses of collections run off it (in a thread)."""
 
 
 def _log_pause(phase: str, info: dict[str, int]) -> None:
     """Log each collection that stalls the node for ``GC_PAUSE_LOGGED_S`` or more: every
-    move waits behind it, and without this line an operator sees a p99 with no cause."""
+    move waits behind it, and without this line an operator sees a p99 with no cause.
+
+    The line is handed to the loop, not logged here, and nothing here sets a context
+    variable: a collection can start inside ``ContextVar.set`` (structlog's
+    ``bind_contextvars``), on the allocation of a node of the context's mapping, and a
+    set from a collector callback then frees the mapping that the interrupted set is
+    still walking (CPython gh-148891, on 3.11 and older): a node under load crashed so,
+    with a general protection fault in ``hamt_node_bitmap_assoc``, when the line was
+    logged here with the request's variables cleared and bound again around it.
+    """
     global _gc_started
     if phase == "start":
         _gc_started = time.perf_counter()
         return
     took = time.perf_counter() - _gc_started
-    if took >= GC_PAUSE_LOGGED_S:
-        # Not the request's that happened to allocate last: its conn, room and player
-        # are left out of the line.
-        bound = structlog.contextvars.get_contextvars()
-        structlog.contextvars.clear_contextvars()
-        try:
-            log.warning(
-                "gc_pause",
-                generation=info.get("generation"),
-                ms=round(took * 1000, 1),
-                collected=info.get("collected"),
-            )
-        finally:
-            structlog.contextvars.bind_contextvars(**bound)
+    if took < GC_PAUSE_LOGGED_S:
+        return
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = _pause_loop
+    if loop is None or loop.is_closed():
+        return
+    # In a context of its own, empty: not the conn, room and player of the request that
+    # happened to allocate last.
+    loop.call_soon_threadsafe(
+        _pause_logged,
+        info.get("generation"),
+        round(took * 1000, 1),
+        info.get("collected"),
+        context=contextvars.Context(),
+    )
+
+
+def _pause_logged(generation: int | None, ms: float, collected: int | None) -> None:
+    log.warning("gc_pause", generation=generation, ms=ms, collected=collected)
 
 
 def _quiet_tls_handshakes(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
