@@ -40,6 +40,18 @@ _STARTS = frozenset({"countdown", "race_started"})
 """The events that start a race's clock: a members event held back does not delay them."""
 _RESYNC: dict[str, Any] = {"type": "resync"}
 """Queued (by identity) when the room's events may have been lost: send fresh snapshots."""
+FAN_OUT_RETRY_S = 0.05
+"""The first wait before an event whose fan-out found the store unavailable is tried again."""
+FAN_OUT_RETRY_MAX_S = 2.0
+"""The longest wait between two tries of such an event."""
+
+
+class _NotYet(Exception):
+    """The store did not answer while ``event`` went out: send it again later."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        super().__init__(event.get("type"))
+        self.event = event
 
 
 class FanOut:
@@ -187,8 +199,16 @@ class FanOut:
             self.on_event(code, _RESYNC)
 
     async def worker(self, held: LocalRoom) -> None:
-        """The room's task: send its queued events out, one at a time, in order."""
+        """The room's task: send its queued events out, one at a time, in order.
+
+        An event whose fan-out needs the store (a state event reads the room's record
+        first) and finds it unavailable goes out once the store answers: it is tried
+        again after ``FAN_OUT_RETRY_S``, doubling up to ``FAN_OUT_RETRY_MAX_S``, and the
+        room's later events wait behind it. Dropped, a lost ``members`` event left a
+        lobby without its last joiner, a lost ``race_started`` a player without a board.
+        """
         structlog.contextvars.bind_contextvars(room=held.code)
+        wait = 0.0
         while not held.closed:
             if not held.events:
                 held.wake.clear()
@@ -198,19 +218,39 @@ class FanOut:
             held.fanning = True
             try:
                 await self._fan_out(held, event)
+            except _NotYet as error:
+                held.events.appendleft(error.event)
+                wait = min(FAN_OUT_RETRY_MAX_S, max(FAN_OUT_RETRY_S, 2 * wait))
+                log.warning(
+                    "fan_out_delayed",
+                    kind=error.event.get("type"),
+                    error=str(error.__cause__),
+                    retry_s=wait,
+                )
+                await asyncio.sleep(wait)
             except Exception:
                 log.exception("fan_out_failed", kind=event.get("type"))
+            else:
+                wait = 0.0
             finally:
                 held.fanning = False
 
     async def _fan_out(self, held: LocalRoom, event: dict[str, Any]) -> None:
+        """Send one event to the room's members here; raise :class:`_NotYet` with the
+        event to send again if the store does not answer."""
+        if event["type"] == "members":
+            event = await self._coalesced(held, event)
+        try:
+            await self._send_out(held, event)
+        except BackendUnavailable as error:
+            raise _NotYet(event) from error
+
+    async def _send_out(self, held: LocalRoom, event: dict[str, Any]) -> None:
         if event is _RESYNC:
             await self._resync(held)
             return
         node = self.node
         kind = event["type"]
-        if kind == "members":
-            event = await self._coalesced(held, event)
         if kind in STATE_EVENTS:
             room = await node.backend.load_room(held.code)
             if room is None:  # the room is gone (closed): its last event, and it lets go
@@ -269,6 +309,7 @@ class FanOut:
                 async with asyncio.timeout(wait):
                     await held.wake.wait()
         first = event
+        since = first.get("since", first["seq"])  # one folded already, tried again
         removed: dict[str, str] = dict(first.get("removed") or {})
         queued = held.events
         last = -1  # the last members event in the run of members and progress events
@@ -284,13 +325,13 @@ class FanOut:
                 event = later
                 removed.update(event.get("removed") or {})
             else:
-                self._progress(held, {**later, "since": first["seq"]})
+                self._progress(held, {**later, "since": since})
         held.members_at = loop.time()
         if event is not first:
             # Those an event folded into this one put out, and still out, are told here.
             present = {m["player_id"] for m in event["members"]}
             removed = {p: why for p, why in removed.items() if p not in present}
-            event = {**event, "since": first["seq"]}
+            event = {**event, "since": since}
             event.pop("removed", None)
             if removed:
                 event["removed"] = removed

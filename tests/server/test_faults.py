@@ -545,3 +545,82 @@ async def test_a_snapshot_is_never_older_than_an_event_its_client_has_had(
     await alice.resign()
     over = await alice.next_event("race_over", timeout=TIMEOUT)
     assert {r["name"] for r in over["results"]} == {"alice", "bob"}
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_state_event_whose_fan_out_finds_redis_unavailable_goes_out_once_it_answers(
+    server: RunningServer, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node out of Redis connections (its pool all busy under a burst of joins) could not
+    read the room's record for a state event, and dropped the event: a lobby lacked its
+    last joiner, a player got no race_started and no board. Each such event now goes out
+    once Redis answers, before the room's later events."""
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    room = await alice.create_room("canfield", countdown=0)
+    code = room["code"]
+    node = server.node
+    load_room = node.backend.load_room
+    refused: list[str] = []
+    refusals = 3
+
+    async def pool_busy_for_the_fan_out(code: str) -> Any:
+        held = node.held.get(code)
+        if held is not None and asyncio.current_task() is held.task and len(refused) < refusals:
+            refused.append(code)
+            raise BackendUnavailable("redis: No connection available.")
+        return await load_room(code)
+
+    monkeypatch.setattr(node.backend, "load_room", pool_busy_for_the_fan_out)
+    await bob.join(code)
+    members = await alice.next_event("members", timeout=TIMEOUT)
+    assert [m["name"] for m in members["members"]] == ["alice", "bob"]
+    assert refused == [code] * refusals
+
+    refused.clear()
+    await alice.start()
+    for player in (alice, bob):
+        started = await player.next_event("race_started", timeout=TIMEOUT)
+        assert started["rev"] == 0
+        assert started["view"]["foundations"] is not None
+    assert refused == [code] * refusals
+    assert (await bob.move("d"))["rev"] == 1
+    progress = await alice.next_event("progress", timeout=TIMEOUT)
+    assert progress["seq"] > started["seq"]
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_members_events_folded_while_redis_is_unavailable_keep_the_first_seq(
+    server: RunningServer, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob's members event waits for Redis; Carol's join queues another behind it. They go
+    out as one, which says ``since`` the first it folds: the client counts both as come."""
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    carol = await make_client("carol")
+    room = await alice.create_room("canfield", countdown=0)
+    code = room["code"]
+    node = server.node
+    load_room = node.backend.load_room
+    carol_in = asyncio.Event()
+    refused: list[str] = []
+
+    async def pool_busy_until_carol_is_in(code: str) -> Any:
+        held = node.held.get(code)
+        if held is not None and asyncio.current_task() is held.task and not carol_in.is_set():
+            refused.append(code)
+            raise BackendUnavailable("redis: No connection available.")
+        return await load_room(code)
+
+    monkeypatch.setattr(node.backend, "load_room", pool_busy_until_carol_is_in)
+    before = alice.seq
+    await bob.join(code)
+    while not refused:
+        await asyncio.sleep(0.01)
+    await carol.join(code)
+    carol_in.set()
+    members = await alice.next_event("members", timeout=TIMEOUT)
+    assert [m["name"] for m in members["members"]] == ["alice", "bob", "carol"]
+    # Folded from the first event refused (Bob's, or the room's own before it) on.
+    assert members["since"] <= before + 1 < members["seq"] == before + 2
+    assert alice.seq == before + 2
