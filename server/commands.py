@@ -590,9 +590,10 @@ class RoomCommands:
         """Every player's board as a spectator sees it, without replaying any log.
 
         From the games this node plays, else the latest boards kept in the store (on
-        Redis each at most ``BOARD_SAVE_INTERVAL_S`` old; on the embedded backend, whose
-        node plays every game, kept when the node let go of the game, and worked out
-        from the log by a restart), else the deal itself (no move reported yet).
+        Redis each at most about 3.5 s old, :meth:`MovePath._save_unsaved`; on the
+        embedded backend, whose node plays every game, kept when the node let go of the
+        game, and worked out from the log by a restart), else the deal itself (no move
+        reported yet).
         """
         games = held.games_of(room.race) if held is not None else {}
         boards: dict[str, dict[str, Any]] = {}

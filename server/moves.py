@@ -52,10 +52,15 @@ log = structlog.get_logger("solrace.server")
 
 MAX_NOTATIONS = 4096
 BOARD_SAVE_INTERVAL_S = 2.0
-"""The longest a board of an unwatched room goes unsaved on a backend shared by nodes (for
-a spectator who comes to another node)."""
+"""How often a round of saves starts, on a backend shared by nodes, of the boards of
+unwatched rooms that the store lacks (for a spectator who comes to another node)."""
+BOARD_SAVE_SPREAD = 0.75
+"""The share of the interval over which a round's rooms are spread evenly: a board goes
+unsaved for at most about ``(1 + BOARD_SAVE_SPREAD) * BOARD_SAVE_INTERVAL_S``."""
+BOARD_SAVE_TICK_S = 0.02
+"""The step of a round: the rooms due by then are saved together."""
 BOARD_SAVE_ROOMS = 50
-"""Rooms whose boards are kept in one pass of the event loop (the rest in the next)."""
+"""Rooms whose boards are kept in one pass of the event loop at most (the rest in the next)."""
 REPORT_TICK_S = 0.02
 """On a backend in another process (Redis), a report of standings waits for the next
 multiple of this on the loop's clock: the rooms due in one tick report in the same pass,
@@ -115,6 +120,7 @@ class MovePath:
         self._unsaved: set[LocalRoom] = set()  # rooms with boards the store lacks
         self._board_timer: asyncio.TimerHandle | asyncio.Handle | None = None
         self._saving: list[LocalRoom] = []  # this round's rooms, not yet saved
+        self._round = (0.0, 0)  # when this round began (the loop's clock), and its rooms
 
     # -- the checks ----------------------------------------------------------------------
 
@@ -523,7 +529,7 @@ class MovePath:
         A finished game's board is kept at once. A watched room's spectators get each
         board in the report (unless the room shows them none before the race is over).
         On a backend shared by nodes, the store keeps a watched room's boards at once and
-        any other within ``BOARD_SAVE_INTERVAL_S`` (:meth:`save_boards`), for a spectator
+        any other within about 3.5 s (:meth:`_save_unsaved`), for a spectator
         who comes to another node. On the embedded backend this node is the only one, and
         its spectators see the games it holds: a board still being played is kept when
         the node lets go of the game (the race ends, the room's last member here goes, a
@@ -560,17 +566,29 @@ class MovePath:
         return boards
 
     def _save_unsaved(self) -> None:
-        """Keep the boards the store lacks, ``BOARD_SAVE_ROOMS`` rooms a pass of the loop.
+        """Keep the boards the store lacks: a round every ``BOARD_SAVE_INTERVAL_S``, its
+        rooms spread evenly over ``BOARD_SAVE_SPREAD`` of the interval, the rooms due
+        every ``BOARD_SAVE_TICK_S`` together (at most ``BOARD_SAVE_ROOMS`` a pass of the
+        loop). A room that lacks a board again meanwhile waits for the next round.
 
-        Thousands of rooms' boards at once would hold every move of the node behind them
-        (tens of milliseconds at 2,500 players); a slice a pass lets the moves through.
-        A room that lacks a board again meanwhile waits for the next round.
+        A round's saves go to Redis with the moves' appends. Thousands of rooms' boards
+        at once would hold every move of the node behind them (tens of milliseconds at
+        2,500 players); a slice a pass, one pass after another, still put a whole round
+        in Redis within a few tens of milliseconds, and the appends queued behind it
+        there: at 5,000 players one move in twenty waited 50 to 120 ms, every 2 s.
         """
         self._board_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         if not self._saving:
             self._saving, self._unsaved = list(self._unsaved), set()
+            self._round = (now, len(self._saving))
+        began, total = self._round
         saving = self._saving
-        for _ in range(min(BOARD_SAVE_ROOMS, len(saving))):
+        done = total - len(saving)
+        spread = BOARD_SAVE_INTERVAL_S * BOARD_SAVE_SPREAD
+        due = total if spread <= 0 else min(total, math.ceil(total * (now - began) / spread))
+        for _ in range(min(BOARD_SAVE_ROOMS, max(0, due - done), len(saving))):
             held = saving.pop()
             if held.closed or not held.unsaved:
                 continue
@@ -578,11 +596,16 @@ class MovePath:
                 self.node.backend.save_boards_now(held.code, held.race, self._views(held))
             else:
                 self.node.spawn(self.save_boards(held))
-        loop = asyncio.get_running_loop()
         if saving:
-            self._board_timer = loop.call_soon(self._save_unsaved)
+            done = total - len(saving)
+            if done < due:  # more were due than a pass keeps
+                self._board_timer = loop.call_soon(self._save_unsaved)
+            else:  # when the next room is due, a step at the soonest
+                wait = max(BOARD_SAVE_TICK_S, began + spread * done / total - now)
+                self._board_timer = loop.call_later(wait, self._save_unsaved)
         elif self._unsaved:
-            self._board_timer = loop.call_later(BOARD_SAVE_INTERVAL_S, self._save_unsaved)
+            wait = max(BOARD_SAVE_TICK_S, began + BOARD_SAVE_INTERVAL_S - now)
+            self._board_timer = loop.call_later(wait, self._save_unsaved)
 
     def _views(self, held: LocalRoom) -> dict[str, dict[str, Any]]:
         views = {p: spectator_view(g) for p in held.unsaved if (g := held.games.get(p))}

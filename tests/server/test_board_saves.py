@@ -4,6 +4,7 @@ kept; on the embedded backend kept when the node lets go of the game."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
@@ -103,3 +104,51 @@ async def test_on_the_embedded_backend_a_board_in_play_is_kept_when_its_game_is_
         while player_id not in (boards := await backend.load_boards(code, 1)):
             await asyncio.sleep(0.02)
     assert boards[player_id]["moves"] == 3
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_rounds_board_saves_are_spread_over_the_interval(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round's saves go to Redis with the moves' appends: all at once, the appends waited
+    behind them there (one move in twenty by 50 to 120 ms, every 2 s, at 5,000 players).
+    The rooms of a round are kept a few at a time over most of the interval instead."""
+    interval = 1.0
+    monkeypatch.setattr(move_path, "BOARD_SAVE_INTERVAL_S", interval)
+    server = await start_server()
+    backend = server.node.backend
+    loop = asyncio.get_running_loop()
+    kept: dict[str, float] = {}
+    original = backend.save_boards
+
+    def spy(code: str, race: int, views: dict[str, Any]) -> Any:
+        if views:
+            kept.setdefault(code, loop.time())
+        return original(code, race, views)
+
+    monkeypatch.setattr(backend, "save_boards", spy)
+    players = [Client(server.url, name=f"p{i}", request_timeout=TIMEOUT) for i in range(ROOMS)]
+    codes = []
+    try:
+        for player in players:
+            await player.connect()
+            room = await player.create_room("canfield", countdown=0)
+            codes.append(room["code"])
+            await player.start()
+            await player.next_event("race_started", timeout=TIMEOUT)
+        kept.clear()
+        moved = loop.time()
+        for player in players:
+            await player.move("d")
+        async with asyncio.timeout(TIMEOUT):
+            while set(kept) != set(codes):
+                await asyncio.sleep(0.02)
+        times = sorted(kept.values())
+        spread = interval * move_path.BOARD_SAVE_SPREAD
+        assert times[-1] - times[0] >= spread / 2  # not in one burst
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert max(gaps) < spread  # nor in two
+        assert times[-1] - moved <= 2 * interval + spread  # and none left for long
+    finally:
+        for player in players:
+            await player.close()
