@@ -385,10 +385,29 @@ class Node:
         return int(self.clock() * 1000)
 
     def spawn(self, coro: Awaitable[Any]) -> None:
-        """Run ``coro`` in a task of its own, cancelled when the node stops."""
+        """Run ``coro`` in a task of its own, cancelled when the node stops.
+
+        Nothing awaits the task: if it fails, its error is logged (``task_failed``, a
+        warning when storage was unavailable, else an error with the traceback) as it
+        ends, one JSON line like the rest, not asyncio's text about an exception never
+        retrieved, written whenever the task happens to be collected."""
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._spawned_done)
+
+    def _spawned_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is None:
+            return
+        coro = task.get_coro()
+        name = getattr(coro, "__qualname__", None) or task.get_name()
+        if isinstance(error, BackendUnavailable):
+            log.warning("task_failed", task=name, error=str(error))
+        else:
+            log.error("task_failed", task=name, exc_info=error)
 
     def record(self, code: str) -> Room | None:
         """The latest record this node holds of a room it holds."""
