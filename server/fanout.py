@@ -220,13 +220,11 @@ class FanOut:
                 await self._fan_out(held, event)
             except _NotYet as error:
                 held.events.appendleft(error.event)
+                if not wait:  # once an event, not at every try of a long outage
+                    log.warning(
+                        "fan_out_delayed", kind=error.event.get("type"), error=str(error.__cause__)
+                    )
                 wait = min(FAN_OUT_RETRY_MAX_S, max(FAN_OUT_RETRY_S, 2 * wait))
-                log.warning(
-                    "fan_out_delayed",
-                    kind=error.event.get("type"),
-                    error=str(error.__cause__),
-                    retry_s=wait,
-                )
                 await asyncio.sleep(wait)
             except Exception:
                 log.exception("fan_out_failed", kind=event.get("type"))
