@@ -547,6 +547,26 @@ async def test_a_snapshot_is_never_older_than_an_event_its_client_has_had(
     assert {r["name"] for r in over["results"]} == {"alice", "bob"}
 
 
+def refuse_fan_out_reads(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch, refuse: Callable[[], bool]
+) -> list[str]:
+    """Make the room fan-out tasks' reads of their room's record fail, as a node's Redis
+    connection pool all busy makes them, while ``refuse()``; the codes of those refused."""
+    node = server.node
+    load_room = node.backend.load_room
+    refused: list[str] = []
+
+    async def pool_busy(code: str) -> Any:
+        held = node.held.get(code)
+        if held is not None and asyncio.current_task() is held.task and refuse():
+            refused.append(code)
+            raise BackendUnavailable("redis: No connection available.")
+        return await load_room(code)
+
+    monkeypatch.setattr(node.backend, "load_room", pool_busy)
+    return refused
+
+
 @pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
 async def test_a_state_event_whose_fan_out_finds_redis_unavailable_goes_out_once_it_answers(
     server: RunningServer, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
@@ -559,19 +579,8 @@ async def test_a_state_event_whose_fan_out_finds_redis_unavailable_goes_out_once
     bob = await make_client("bob")
     room = await alice.create_room("canfield", countdown=0)
     code = room["code"]
-    node = server.node
-    load_room = node.backend.load_room
-    refused: list[str] = []
     refusals = 3
-
-    async def pool_busy_for_the_fan_out(code: str) -> Any:
-        held = node.held.get(code)
-        if held is not None and asyncio.current_task() is held.task and len(refused) < refusals:
-            refused.append(code)
-            raise BackendUnavailable("redis: No connection available.")
-        return await load_room(code)
-
-    monkeypatch.setattr(node.backend, "load_room", pool_busy_for_the_fan_out)
+    refused = refuse_fan_out_reads(server, monkeypatch, lambda: len(refused) < refusals)
     await bob.join(code)
     members = await alice.next_event("members", timeout=TIMEOUT)
     assert [m["name"] for m in members["members"]] == ["alice", "bob"]
@@ -600,19 +609,8 @@ async def test_members_events_folded_while_redis_is_unavailable_keep_the_first_s
     carol = await make_client("carol")
     room = await alice.create_room("canfield", countdown=0)
     code = room["code"]
-    node = server.node
-    load_room = node.backend.load_room
     carol_in = asyncio.Event()
-    refused: list[str] = []
-
-    async def pool_busy_until_carol_is_in(code: str) -> Any:
-        held = node.held.get(code)
-        if held is not None and asyncio.current_task() is held.task and not carol_in.is_set():
-            refused.append(code)
-            raise BackendUnavailable("redis: No connection available.")
-        return await load_room(code)
-
-    monkeypatch.setattr(node.backend, "load_room", pool_busy_until_carol_is_in)
+    refused = refuse_fan_out_reads(server, monkeypatch, lambda: not carol_in.is_set())
     before = alice.seq
     await bob.join(code)
     while not refused:
