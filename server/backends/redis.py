@@ -526,6 +526,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._append_moves = self._redis.register_script(_APPEND_MOVES)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
         self._records: dict[str, tuple[bytes, Room]] = {}  # code: (version, record)
+        self._updating: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # code: lock, users
         self._calls: list[_Call] = []  # asked for in this window, not yet sent
         self._calls_timer: asyncio.TimerHandle | asyncio.Handle | None = None
         self._sending: set[asyncio.Task[None]] = set()
@@ -852,6 +853,31 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         return await self._update_room(code, change, publish=True)
 
     async def _update_room(
+        self, code: str, change: RoomUpdate, *, publish: bool
+    ) -> tuple[Outcome, bool]:
+        """:meth:`_compare_and_set`, one at a time for a room on this node.
+
+        A node's own updates of one room (three guests joining at once, a report and a
+        ready) would otherwise race each other in Redis: every one but the first met a
+        conflict, and paid another read and another swap, each a round trip holding one
+        of the pool's connections (past a node's capacity, the pool ran out on them). In
+        turn, each applies its change to the record the one before it wrote: one round
+        trip each. Updates from other nodes still meet conflicts, as before.
+        """
+        entry = self._updating.get(code)
+        if entry is None:
+            entry = self._updating[code] = (asyncio.Lock(), [0])
+        lock, users = entry
+        users[0] += 1
+        try:
+            async with lock:
+                return await self._compare_and_set(code, change, publish=publish)
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._updating[code]
+
+    async def _compare_and_set(
         self, code: str, change: RoomUpdate, *, publish: bool
     ) -> tuple[Outcome, bool]:
         """Compare-and-set on the record's version; on a conflict, read and apply again.

@@ -741,3 +741,37 @@ async def test_results_on_redis_are_forgotten_a_while_after_the_last_race(
     await backend.save_results(CODE, 1, "canfield", 7, [{"rank": 1, "player_id": "alice"}])
     left = await backend._redis.pttl(backend._room_key(CODE, "results"))
     assert RESULTS_KEEP_MS - 60_000 < left <= RESULTS_KEEP_MS
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_nodes_own_updates_of_one_room_take_one_swap_each(
+    backend: Backend, redis_url: str | None
+) -> None:
+    """Two guests joining and a third saying ready through one node at once: in turn, each
+    swap applies its change
+    to the record the one before it wrote, so none meets a conflict, reads the record
+    again, or swaps twice (each a round trip holding one of the pool's connections)."""
+    import redis.asyncio as aioredis
+
+    assert redis_url is not None
+    await backend.create_room(new_room())
+    await backend.update_room(CODE, joining("bob"))  # the record as this node wrote it
+    probe = aioredis.Redis.from_url(redis_url)
+    try:
+        await probe.config_resetstat()
+        outcomes = await asyncio.gather(
+            *(backend.update_room(CODE, joining(p)) for p in ("carol", "dave")),
+            backend.update_room(CODE, lambda r: rooms.set_ready(r, "bob", True, 0, 7)),
+        )
+        stats = await probe.info("commandstats")
+    finally:
+        await probe.aclose()
+    last = await backend.load_room(CODE)
+    assert last is not None
+    assert set(last.members) == {"alice", "bob", "carol", "dave"}
+    assert last.members["bob"].ready
+    assert [o.room.seq for o in outcomes if o.room is not None] == sorted(
+        o.room.seq for o in outcomes if o.room is not None
+    )
+    assert stats.get("cmdstat_hmget", {}).get("calls", 0) == 0  # no record read again
+    assert stats["cmdstat_evalsha"]["calls"] == 3  # one swap each
