@@ -46,6 +46,7 @@ from ..protocol import (
 from . import room as rooms
 from .accounts import Accounts
 from .admin import Admin
+from .aio import KeyedLock
 from .backends import Backend, BackendUnavailable
 from .budgets import Guard
 from .commands import RoomCommands
@@ -98,14 +99,6 @@ ALIVE_INTERVAL_S = 1.0
 downtime from the last note)."""
 
 
-class _PlayerLock:
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        self.users = 0  # holding it or waiting for it
-
-
 class Node:
     """A server node on one backend."""
 
@@ -136,7 +129,7 @@ class Node:
         self._stopped = False
         self._looked_at: set[tuple[str, int]] = set()  # finished races checked for results
         self.stopping_ms: int | None = None  # when the node stopped taking moves
-        self._player_locks: dict[str, _PlayerLock] = {}
+        self._player_locks = KeyedLock()
         self.guard = Guard(self.config, backend)
         self.admin = Admin(self)
         self.identity = Identity(self)
@@ -607,17 +600,8 @@ class Node:
     async def player_lock(self, player_id: str) -> AsyncIterator[None]:
         """Held while a player's connection comes or goes, so that a resume and the drop
         it follows never interleave (one lock per player, kept while in use)."""
-        entry = self._player_locks.get(player_id)
-        if entry is None:
-            entry = self._player_locks[player_id] = _PlayerLock()
-        entry.users += 1
-        try:
-            async with entry.lock:
-                yield
-        finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._player_locks[player_id]
+        async with self._player_locks.hold(player_id):
+            yield
 
     def player_lock_count(self) -> int:
         """How many players' connections are coming or going now."""

@@ -86,7 +86,7 @@ from redis.exceptions import (
 )
 
 from ...protocol import ErrorCode, Progress, ProtocolError
-from ..aio import cancel_until_done
+from ..aio import KeyedLock, cancel_until_done
 from ..room import Outcome, Room
 from .base import (
     MAX_COMMIT_WINDOW_S,
@@ -526,7 +526,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._append_moves = self._redis.register_script(_APPEND_MOVES)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
         self._records: dict[str, tuple[bytes, Room]] = {}  # code: (version, record)
-        self._updating: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # code: lock, users
+        self._updating = KeyedLock()  # by room code
         self._calls: list[_Call] = []  # asked for in this window, not yet sent
         self._calls_timer: asyncio.TimerHandle | asyncio.Handle | None = None
         self._sending: set[asyncio.Task[None]] = set()
@@ -864,18 +864,8 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         turn, each applies its change to the record the one before it wrote: one round
         trip each. Updates from other nodes still meet conflicts, as before.
         """
-        entry = self._updating.get(code)
-        if entry is None:
-            entry = self._updating[code] = (asyncio.Lock(), [0])
-        lock, users = entry
-        users[0] += 1
-        try:
-            async with lock:
-                return await self._compare_and_set(code, change, publish=publish)
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._updating[code]
+        async with self._updating.hold(code):
+            return await self._compare_and_set(code, change, publish=publish)
 
     async def _compare_and_set(
         self, code: str, change: RoomUpdate, *, publish: bool
