@@ -166,6 +166,7 @@ class Client:
         self._closing = False
         self._connected = asyncio.Event()
         self._resuming = False
+        self._resumed_room: dict[str, Any] | None = None  # a resume's snapshot, said after it
         self._failure: BaseException | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._spectating: str | None = None
@@ -184,7 +185,7 @@ class Client:
         self._reader = asyncio.ensure_future(self._read_loop())
         return welcome
 
-    async def _open(self) -> dict[str, Any]:
+    async def _open(self, *, resuming: bool = False) -> dict[str, Any]:
         ws = await connect(
             self.url,
             subprotocols=[Subprotocol(self.subprotocol)],
@@ -213,7 +214,7 @@ class Client:
                     and self.name
                 ):
                     self.token = None
-                    return await self._open()
+                    return await self._open(resuming=resuming)
                 raise ServerError(reply)
             if reply.get("type") == "welcome":
                 break
@@ -225,6 +226,13 @@ class Client:
             async with asyncio.timeout(self.request_timeout):
                 while True:
                     frame = self._decode(await ws.recv())
+                    if resuming and frame.get("type") == "room":
+                        # Its event goes out after ``resumed`` (:meth:`_resume`), as a
+                        # spectator's that joins its room again does: the caller reads
+                        # the room back after being told the connection is.
+                        self._take_snapshot(frame["room"])
+                        self._resumed_room = frame
+                        break
                     self._on_frame(frame)
                     if frame.get("type") in ("room", "error"):
                         break
@@ -312,7 +320,7 @@ class Client:
         before = self.server
         while not self._closing:
             try:
-                welcome = await self._open()
+                welcome = await self._open(resuming=True)
             except (OSError, InvalidHandshake, ConnectionClosed, TimeoutError):
                 if loop.time() + delay > deadline:
                     break
@@ -336,6 +344,9 @@ class Client:
             rejoin = self._spectating if welcome.get("room") is None else None
             if rejoin is None:
                 self._events.put_nowait(resumed)
+                if self._resumed_room is not None:
+                    self._events.put_nowait(self._resumed_room)
+            self._resumed_room = None
             assert self._ws is not None
             for pending in list(self._pending.values()):
                 await self._ws.send(self.codec.encode_request(pending.request))

@@ -71,6 +71,9 @@ async def test_a_dropped_player_resumes_with_every_acked_move(
     await alice.next_event("resumed", timeout=TIMEOUT)
     assert alice.resumes == 1
     assert alice.room is not None and alice.room["state"] == "racing"
+    # The room's snapshot is said after the connection is (as a spectator's rejoin is).
+    back = await alice.next_event("room", timeout=TIMEOUT)
+    assert back["room"] is alice.room
     assert alice.room["you"]["rev"] == 5 == alice.rev
     assert shows(alice.room["you"]["view"], game)
 
