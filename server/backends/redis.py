@@ -267,6 +267,14 @@ return 1
 """
 
 
+# KEYS: the room's channel; ARGV: the event. An event goes out with the pass's other script
+# calls (one round trip, on a connection the pass holds anyway) rather than on a connection
+# of its own.
+_PUBLISH = """
+return redis.call('SPUBLISH', KEYS[1], ARGV[1])
+"""
+
+
 # KEYS: budget keys (one hash slot); ARGV: now (ms), force ('1'), then count and period
 # (ms) of each key. Returns nil once all are spent, else {index, ms until it would be}.
 _SPEND = """
@@ -525,6 +533,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self._append_move = self._redis.register_script(_APPEND_MOVE)
         self._append_moves = self._redis.register_script(_APPEND_MOVES)
         self._save_boards = self._redis.register_script(_SAVE_BOARDS)
+        self._publish = self._redis.register_script(_PUBLISH)
         self._records: dict[str, tuple[bytes, Room]] = {}  # code: (version, record)
         self._updating = KeyedLock()  # by room code
         self._calls: list[_Call] = []  # asked for in this window, not yet sent
@@ -533,7 +542,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         self.append_round_trips = 0
         """How many round trips the appends took (a pass's appends share one)."""
         self.batched_round_trips = 0
-        """How many round trips the batched script calls took (appends and swaps)."""
+        """How many round trips the batched script calls took (appends, swaps, events)."""
         self.swap_round_trips = 0
         """How many of them carried swaps of rooms' records."""
         self._spend = self._redis.register_script(_SPEND)
@@ -1018,7 +1027,7 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         first (0: in the same pass of the event loop).
 
         Those calls (moves' appends, the swaps of rooms' records that report their
-        standings, boards) go in one round trip: a pipeline of EVALSHA calls on one
+        standings, boards, rooms' events) go in one round trip: a pipeline of EVALSHA calls on one
         Redis, or on a cluster one call each, sent at once. Each call gets its own
         answer, or its own error (a connection error as redis-py raises it). At a
         person's pace a pass carries about one move; a window of a few milliseconds
@@ -1320,9 +1329,14 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     # pub/sub ----------------------------------------------------------------------------
 
     async def publish(self, code: str, event: dict[str, Any]) -> None:
-        """SPUBLISH the event on the room's channel."""
+        """SPUBLISH the event on the room's channel, in the pass's round trip (:meth:`_batched`).
+
+        One call each held a connection of the pool for its own round trip: on a node behind
+        on its loop (replies read late), a ramp's joins' events kept the pool busy, and the
+        calls that found no connection free for 2 s were refused.
+        """
         with self._guard():
-            await self._redis.spublish(self._channel(code), _pack(event))
+            await self._batched(self._publish, [self._channel(code).decode()], [_pack(event)])
 
     def set_resync_handler(self, handler: ResyncHandler | None) -> None:
         """Call ``handler`` with a room's code when its subscription is made again."""

@@ -686,6 +686,28 @@ async def test_a_progress_report_is_published_by_its_write(backend: Backend, pee
     assert len(heard.of(CODE)) == 1
 
 
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_events_published_in_one_pass_share_one_round_trip(
+    backend: Backend, peer: Backend
+) -> None:
+    """Events of several rooms asked for in one pass of the loop go to Redis in one round
+    trip (each held a connection of the pool for its own), and each room's arrive."""
+    heard = Recorder()
+    rooms_ = [CODE, "OTHER234", "THIRD234"]
+    for code in rooms_:
+        await peer.subscribe(code, heard)
+    assert isinstance(backend, RedisBackend)
+    before = backend.batched_round_trips
+    await asyncio.gather(
+        *(backend.publish(code, {"type": "members", "seq": 1}) for code in rooms_),
+        backend.publish(CODE, {"type": "members", "seq": 2}),
+    )
+    assert backend.batched_round_trips - before == 1
+    await wait_for(lambda: len(heard.events) == 4)
+    assert [e["seq"] for e in heard.of(CODE)] == [1, 2]  # in the order asked for
+    assert sorted(c for c, _ in heard.events) == sorted([*rooms_, CODE])
+
+
 async def test_every_backend_leaves_other_events_to_the_caller(backend: Backend) -> None:
     await backend.create_room(new_room())
     outcome, published = await backend.update_room_publishing(CODE, joining("bob"))
