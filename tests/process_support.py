@@ -140,7 +140,7 @@ class Player:
 
     def choose(self, legal: list[str]) -> str:
         """A random legal move, mostly a turn of the stock: that never leaves a game stuck."""
-        turns = [m for m in legal if m in ("d", "r")]
+        turns = [m for m in legal if m in ("d", "rd")]
         if turns and self.rng.random() < 0.7:
             return turns[0]
         return self.rng.choice(legal)

@@ -30,7 +30,7 @@ import sqlite3
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 import pytest
@@ -270,6 +270,14 @@ class Turning(random.Random):
 
     def random(self) -> float:
         return 0.0
+
+
+def test_turning_turns_the_stock_over_when_it_is_empty() -> None:
+    """A redeal is a turn too: else a player turning the stock plays a random move once
+    the stock is out, and a random line may end the game (stuck, undo off)."""
+    player = Player(cast(Client, None), 0, Turning())
+    assert all(player.choose(["t3-t4", "w-f", "t1-t2", "rd"]) == "rd" for _ in range(20))
+    assert player.choose(["t3-t4", "d"]) == "d"
 
 
 def alive_ms(data_dir: Path) -> int | None:
