@@ -170,7 +170,8 @@ async def _readies_at_once(start_server: ServerFactory, *, two_nodes: bool) -> N
         await bob.join(room["code"])
         for n in range(4):
             if n:
-                await ann.rematch()
+                await ann.rematch()  # which says ann is ready: unsaid, so both say it at once
+                await ann.ready(False)
             await asyncio.gather(ann.ready(), bob.ready())
             await ann.next_event("race_started", timeout=4 * TIMEOUT)
             await bob.next_event("race_started", timeout=4 * TIMEOUT)
