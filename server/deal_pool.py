@@ -36,7 +36,7 @@ import structlog
 from ..engine import Status, format_move, new_game
 from ..engine.solver import Outcome, Verdict, solve_deal
 from ..protocol import ErrorCode, ProtocolError
-from .aio import cancel_until_done
+from .aio import KeyedLock, cancel_until_done
 from .daily import DayDeal, daily_seed, day_deal, utc_date
 
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ class DealPool:
         self._ahead = _Workers(config.solver_workers, _worker_start)  # on idle CPU only
         self._now = _Workers(1, _now_worker_start)  # someone waits for it
         self._filling: dict[str, asyncio.Task[None]] = {}
-        self._daily_locks: dict[tuple[str, str, bool], asyncio.Lock] = {}
+        self._daily_locks = KeyedLock()  # by (date, game, ahead)
         self._asking: set[str | None] = set()  # addresses waiting for a deal certified now
         self._waiting: dict[str, list[_Waiter]] = {}  # by game: races waiting for a deal
         self._certifying: dict[str, asyncio.Task[None]] = {}  # by game: the loop serving them
@@ -294,8 +294,7 @@ class DealPool:
         secret = self.node.secret
         kept = await backend.daily_deal(date, variant)
         if kept is None:
-            lock = self._daily_locks.setdefault((date, variant, ahead), asyncio.Lock())
-            async with lock:
+            async with self._daily_locks.hold((date, variant, ahead)):
                 kept = await backend.daily_deal(date, variant)
                 if kept is None:
                     chosen: tuple[int, int | None]
@@ -306,8 +305,6 @@ class DealPool:
                     else:
                         chosen = (playable_daily(secret, date, variant), None)
                     kept = await backend.keep_daily_deal(date, variant, *chosen)
-            if not lock.locked():
-                self._daily_locks.pop((date, variant, ahead), None)
         return day_deal(secret, date, variant, *kept)
 
     async def daily_soon(self, date: str, variant: str) -> DayDeal:
