@@ -133,7 +133,7 @@ DIVE: Final = 40
 # The share of the search's budget spent best first, before it goes depth first.
 BEST_FIRST_SHARE: Final = 0.3
 # The memory (1.5 GiB) the search in C may hold (its table and queue) before it ends as
-# unknown: at about 50 bytes a state, some 30 million states.
+# unknown: at about 32 to 46 bytes a state, some 35 to 50 million states.
 MAX_BYTES: Final = 3 << 29
 # The actions of k draws, by k.
 _DRAWS: Final[tuple[tuple[Action, ...], ...]] = tuple((DRAW_ACTION,) * k for k in range(53))
@@ -217,8 +217,8 @@ class RainbowModel:
         (``exhausted``: every successor of every state expanded has been expanded, so no
         win exists, as for the depth-first search of :mod:`.solver`), it has expanded
         ``max_nodes`` states, or the process's CPU clock passes ``deadline``. In C where the
-        build made ``_rainbow`` (the same search, state for state, about ten times as fast and
-        in about 50 bytes a position against some 800; it also ends as unknown before its
+        build made ``_rainbow`` (the same search, state for state, about twenty times as fast and
+        in about 40 bytes a position against some 800; it also ends as unknown before its
         memory passes ``MAX_BYTES``).
         """
         if self.won(self.root):
