@@ -1027,9 +1027,9 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
         first (0: in the same pass of the event loop).
 
         Those calls (moves' appends, the swaps of rooms' records that report their
-        standings, boards, rooms' events) go in one round trip: a pipeline of EVALSHA calls on one
-        Redis, or on a cluster one call each, sent at once. Each call gets its own
-        answer, or its own error (a connection error as redis-py raises it). At a
+        standings, boards, rooms' events) go in one round trip: a pipeline of EVALSHA
+        calls on one Redis, or on a cluster one call each, sent at once. Each call gets
+        its own answer, or its own error (a connection error as redis-py raises it). At a
         person's pace a pass carries about one move; a window of a few milliseconds
         gathers dozens into the round trip, whose cost in redis-py is mostly its own.
         """
@@ -1329,11 +1329,12 @@ class RedisBackend(RedisDailyMixin, RedisAccountsMixin, Backend):
     # pub/sub ----------------------------------------------------------------------------
 
     async def publish(self, code: str, event: dict[str, Any]) -> None:
-        """SPUBLISH the event on the room's channel, in the pass's round trip (:meth:`_batched`).
+        """SPUBLISH the event on the room's channel, in the pass's round trip
+        (:meth:`_batched`).
 
-        One call each held a connection of the pool for its own round trip: on a node behind
-        on its loop (replies read late), a ramp's joins' events kept the pool busy, and the
-        calls that found no connection free for 2 s were refused.
+        One call each held a connection of the pool for its own round trip: on a node
+        behind on its loop (replies read late), a ramp's joins' events kept the pool busy,
+        and the calls that found no connection free for 2 s were refused.
         """
         with self._guard():
             await self._batched(self._publish, [self._channel(code).decode()], [_pack(event)])

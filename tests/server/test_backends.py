@@ -770,9 +770,9 @@ async def test_a_nodes_own_updates_of_one_room_take_one_swap_each(
     backend: Backend, redis_url: str | None
 ) -> None:
     """Two guests joining and a third saying ready through one node at once: in turn, each
-    swap applies its change
-    to the record the one before it wrote, so none meets a conflict, reads the record
-    again, or swaps twice (each a round trip holding one of the pool's connections)."""
+    swap applies its change to the record the one before it wrote, so none meets a
+    conflict, reads the record again, or swaps twice (each a round trip holding one of the
+    pool's connections)."""
     import redis.asyncio as aioredis
 
     assert redis_url is not None
