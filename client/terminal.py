@@ -137,7 +137,10 @@ class StdConsole:
 
             def read() -> None:
                 while True:
-                    line = sys.stdin.readline()
+                    try:
+                        line = sys.stdin.readline()
+                    except (OSError, ValueError):  # closed or unreadable: the end of input
+                        line = ""
                     try:
                         loop.call_soon_threadsafe(lines.put_nowait, line)
                     except RuntimeError:  # the loop is closed: the command has ended

@@ -292,6 +292,23 @@ def test_a_command_that_ends_by_itself_does_not_wait_for_one_more_line() -> None
     assert time.monotonic() - started < TIMEOUT
 
 
+async def test_standard_input_that_cannot_be_read_is_the_end_of_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read of standard input that failed (closed, or not readable at all) killed the
+    reader's thread with its error, and the command waited for ever for a line."""
+    from solrace.client.terminal import StdConsole
+
+    class Unreadable:
+        def readline(self) -> str:
+            raise OSError("standard input is not readable")
+
+    monkeypatch.setattr("sys.stdin", Unreadable())
+    console = StdConsole()
+    assert await asyncio.wait_for(console.read_line(), TIMEOUT) is None
+    assert await asyncio.wait_for(console.read_line(), TIMEOUT) is None
+
+
 def test_a_card_back_from_a_foundation_is_listed_last_and_numbered_so() -> None:
     """``1`` played the first legal move, often a card back from a foundation (``f2-t1``):
     typed again, it sent the same card home and back."""
