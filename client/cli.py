@@ -157,7 +157,8 @@ def _refused(command: str, error: _Refused) -> int:
 
 def full_screen(args: argparse.Namespace) -> bool:
     """Whether the command runs the full-screen client: on a terminal, without ``--plain``."""
-    return not args.plain and sys.stdin.isatty() and sys.stdout.isatty()
+    stdin = sys.stdin  # None where the process has none
+    return not args.plain and stdin is not None and stdin.isatty() and sys.stdout.isatty()
 
 
 def _color(args: argparse.Namespace) -> bool:

@@ -137,8 +137,9 @@ class StdConsole:
 
             def read() -> None:
                 while True:
+                    stdin = sys.stdin  # None where the process has none
                     try:
-                        line = sys.stdin.readline()
+                        line = stdin.readline() if stdin is not None else ""
                     except (OSError, ValueError):  # closed or unreadable: the end of input
                         line = ""
                     try:

@@ -292,18 +292,21 @@ def test_a_command_that_ends_by_itself_does_not_wait_for_one_more_line() -> None
     assert time.monotonic() - started < TIMEOUT
 
 
+class _Unreadable:
+    def readline(self) -> str:
+        raise OSError("standard input is not readable")
+
+
+@pytest.mark.parametrize("stdin", [_Unreadable(), None], ids=["unreadable", "none"])
 async def test_standard_input_that_cannot_be_read_is_the_end_of_input(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, stdin: object
 ) -> None:
-    """A read of standard input that failed (closed, or not readable at all) killed the
-    reader's thread with its error, and the command waited for ever for a line."""
+    """A read of standard input that failed (closed, not readable at all, or none: a
+    process started with its descriptor 0 closed) killed the reader's thread with its
+    error, and the command waited for ever for a line."""
     from solrace.client.terminal import StdConsole
 
-    class Unreadable:
-        def readline(self) -> str:
-            raise OSError("standard input is not readable")
-
-    monkeypatch.setattr("sys.stdin", Unreadable())
+    monkeypatch.setattr("sys.stdin", stdin)
     console = StdConsole()
     assert await asyncio.wait_for(console.read_line(), TIMEOUT) is None
     assert await asyncio.wait_for(console.read_line(), TIMEOUT) is None

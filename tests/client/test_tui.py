@@ -546,6 +546,16 @@ def test_a_terminal_gets_the_full_screen_client_unless_plain(
     assert not full_screen(parser.parse_args(["play"]))
 
 
+def test_a_process_without_standard_input_gets_the_line_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Started with its descriptor 0 closed, a process has ``sys.stdin`` None: asking
+    whether it was a terminal failed with an AttributeError before any line was shown."""
+    monkeypatch.setattr(sys, "stdin", None)
+    monkeypatch.setattr(sys, "stdout", _Tty())
+    assert not full_screen(build_parser().parse_args(["play"]))
+
+
 async def test_solrace_play_plain_is_the_line_client(
     server: RunningServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
