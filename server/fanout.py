@@ -271,7 +271,7 @@ class FanOut:
                 return
             if kind == "members":
                 self._tell_removed(held, event)
-                await self._drop_gone(held, room)
+                await self._drop_gone(held, room, event)
         if kind == "progress":
             self._progress(held, event)
             return
@@ -397,10 +397,20 @@ class FanOut:
         keep_ms = int(node.config.race_retention_days * 86_400_000)
         await node.backend.save_race(code, event.race, record, now, keep_ms)
 
-    async def _drop_gone(self, held: LocalRoom, room: Room) -> None:
-        """Local sessions whose member the room no longer has are no longer in it."""
+    async def _drop_gone(self, held: LocalRoom, room: Room, event: dict[str, Any]) -> None:
+        """Local sessions whose member the room no longer has are no longer in it.
+
+        A record read ahead of the event (the room has changed since, and its later events
+        are on their way here) may lack a member whom a later event puts out and tells
+        why (``removed``): that member stays until then, unless this event leaves them out
+        too. Dropped now, they would never hear why: with no member left here, the node
+        lets go of the room's channel before that event comes (a spectator on another
+        node than the host, put out as the host turned spectators off, was left so).
+        """
+        later = room.seq > int(event.get("seq", room.seq))
+        listed = {m["player_id"] for m in event.get("members", ())} if later else set()
         for session in list(held.members):
-            if session.player_id not in room.members:
+            if session.player_id not in room.members and session.player_id not in listed:
                 await self.node.detach(session)
                 if session.player_id is not None:
                     await self.node.backend.forget_player_room(session.player_id, held.code)

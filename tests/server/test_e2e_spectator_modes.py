@@ -17,6 +17,8 @@ draws bring some of them up on his.
 
 from __future__ import annotations
 
+import asyncio
+import math
 import random
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -349,6 +351,54 @@ async def test_turning_spectators_off_puts_them_out_and_tells_them_why(race: Rac
     # Turned on again, the room takes spectators again.
     await race.alice.set_settings("after")
     assert (await race.mallory.join(room["code"], role="spectator"))["you"]["role"] == "spectator"
+
+
+@pytest.mark.parametrize("backend_kind", ["redis"], indirect=True)
+async def test_a_spectator_put_out_while_another_node_reads_the_room_is_still_told_why(
+    race: Race, nodes: list[RunningServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mallory watches from the second node. That node is still fanning out an earlier
+    members event (Carol's join) when Alice turns spectators off: the record it reads is
+    already the later one, without Mallory. She stays until the event that puts her out
+    comes, and hears why; dropped at once, she heard nothing (the node let go of the
+    room's channel before that event came)."""
+    watcher = nodes[1].node
+    room = await race.alice.create_room("canfield", countdown=0, spectators="live")
+    await race.mallory.join(room["code"], role="spectator")
+    async with asyncio.timeout(TIMEOUT):  # the second node has fanned out her join
+        while watcher.held[room["code"]].members_at == -math.inf:
+            await asyncio.sleep(0.01)
+    real = watcher.backend.load_room
+    holding = asyncio.Event()
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def held_back(code: str) -> Any:
+        if holding.is_set():
+            entered.set()
+            await release.wait()
+        return await real(code)
+
+    monkeypatch.setattr(watcher.backend, "load_room", held_back)
+    holding.set()
+    carol = Client(nodes[0].url, name="carol", request_timeout=TIMEOUT)
+    await carol.connect()
+    try:
+        await carol.join(room["code"])  # the second node reads the room for this event...
+        async with asyncio.timeout(TIMEOUT):
+            await entered.wait()
+        await race.alice.set_settings("off")  # ...and gets the record after this change
+        held = watcher.held[room["code"]]
+        async with asyncio.timeout(TIMEOUT):
+            while not held.events:  # the change's own event has come, behind
+                await asyncio.sleep(0.01)
+        holding.clear()
+        release.set()
+        told = await events_until(race.mallory, lambda e: e["type"] == "members" and "removed" in e)
+        assert told[-1]["removed"] == {race.mallory.player_id: "spectators_off"}
+        assert race.mallory.room is None
+    finally:
+        await carol.close()
 
 
 @pytest.mark.parametrize(
