@@ -21,6 +21,7 @@ from .backends import BackendUnavailable
 from .backends.base import MAX_COMMIT_WINDOW_S
 from .budgets import trusted_networks
 from .config import Budgets, ServerConfig, field_docs
+from .pacing import MAX_PROGRESS_INTERVAL_S
 
 __all__ = ["config_from_args", "masked_url", "register", "store_problem"]
 
@@ -41,6 +42,8 @@ NODE_FLAGS: dict[str, tuple[str, float] | tuple[str, float, float]] = {
     "solver_budget_s": ("S", 0.01),
     "solver_workers": ("N", 1),
     "commit_window_s": ("S", 0, MAX_COMMIT_WINDOW_S),
+    "progress_interval_s": ("S", 0, MAX_PROGRESS_INTERVAL_S),
+    "progress_interval_max_s": ("S", 0, MAX_PROGRESS_INTERVAL_S),
     "listen_backlog": ("N", 1),
 }
 

@@ -243,6 +243,12 @@ class ServerConfig:
     standings its players reached in between are reported together, each player's latest
     (a finished game at once), so a room costs a few frames a second, not one per move
     and member. 0 reports every move."""
+    progress_interval_max_s: float = 1.0
+    """The longest the progress interval stretches to while the node is busy (its CPU
+    near a whole core, or its event loop late): twice as long each busy second, half as
+    long each idle one, so that a node near its capacity spends its CPU on the moves'
+    acks rather than on telling standings more often. At most ``progress_interval_s``:
+    never stretched."""
     daily_time_limit_s: int = 1800
     """The time limit of an attempt at the daily deal."""
     daily_account_age_days: int = 1

@@ -106,6 +106,11 @@ class Metrics:
         ProcessCollector(registry=r)
         self.connections = Gauge("solrace_connections", "Open websocket connections", registry=r)
         self.rooms = Gauge("solrace_rooms", "Rooms with a member on this node", registry=r)
+        self.progress_interval = Gauge(
+            "solrace_progress_interval_seconds",
+            "The progress interval in force: the shortest, or longer while the node is busy",
+            registry=r,
+        )
         self.races = Counter("solrace_races_started", "Races started", registry=r)
         self.moves = Count()
         self.refused = Counter(

@@ -505,7 +505,7 @@ class MovePath:
                 ends = now + settings.finish_grace * 1000
                 if held.ends_ms is None or ends < held.ends_ms:
                     held.ends_ms = ends
-        interval = node.config.progress_interval_s
+        interval = node.pacer.interval
         if status != "playing" or interval <= 0:
             return True
         since = time.monotonic() - held.reported_at

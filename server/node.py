@@ -59,6 +59,7 @@ from .identity import Identity
 from .local_room import LocalRoom
 from .metrics import Metrics
 from .moves import MovePath
+from .pacing import ProgressPacer
 from .room import Role, Room, RoomState
 from .session import Session
 
@@ -113,6 +114,12 @@ class Node:
         self.config = config or ServerConfig()
         self.clock = clock
         self.metrics = Metrics()
+        self.pacer = ProgressPacer(
+            self.config.progress_interval_s,
+            self.config.progress_interval_max_s,
+            on_change=self.metrics.progress_interval.set,
+        )
+        self.metrics.progress_interval.set(self.pacer.interval)
         self.secret = b""
         self.server_info: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
@@ -174,6 +181,7 @@ class Node:
             await self.commands.recover()
             self._note_alive()
         self._prune()
+        self.pacer.start()
         if not self.backend.in_process:
             self._sweeping = asyncio.get_running_loop().call_later(ORPHAN_SWEEP_S, self._sweep_soon)
             self._note_node()
@@ -196,6 +204,7 @@ class Node:
         for timer in (self._alive, self._pruning, self._sweeping, self._noting):
             if timer is not None:
                 timer.cancel()
+        self.pacer.stop()
         for timer in self._later:
             timer.cancel()
         for task in self._tasks:
@@ -674,9 +683,10 @@ class Node:
         """Seconds until the room is ticked for its deadline ``when`` (ms)."""
         delay = max(0.0, (when - self.now_ms()) / 1000)
         if room.state is RoomState.RACING:
-            # Every node reports its players' last standings within the progress interval
-            # (moves stop at the deadline), so the race is closed only once they are in.
-            delay += self.config.progress_interval_s + 0.1
+            # Every node reports its players' last standings within the progress interval,
+            # however long a busy node has made it (moves stop at the deadline), so the
+            # race is closed only once they are in.
+            delay += self.pacer.longest + 0.1
         return delay
 
     def _fire(self, held: LocalRoom) -> None:

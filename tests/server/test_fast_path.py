@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from solrace.protocol import (
 from solrace.server import Node, ServerConfig, make_backend
 from solrace.server.config import Budgets
 from solrace.server.node import Session
+from solrace.server.pacing import ProgressPacer
 
 
 class Recorder:
@@ -329,7 +329,7 @@ async def test_a_progress_event_waits_behind_the_rooms_queued_events(tmp_path: P
 
 async def test_a_report_due_before_its_timer_fires_cancels_the_timer(tmp_path: Path) -> None:
     node, session, _, _ = await racing_node(tmp_path)
-    node.config = replace(node.config, progress_interval_s=10.0)
+    node.pacer = ProgressPacer(10.0, 10.0)
     code = session.room
     assert code is not None
     held = node.held[code]

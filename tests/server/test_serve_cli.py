@@ -165,6 +165,8 @@ def test_without_flags_a_node_runs_with_every_default() -> None:
         ("--solver-budget-s", "0.5", lambda c: c.solver_budget_s),
         ("--solver-workers", "2", lambda c: c.solver_workers),
         ("--commit-window-s", "0.02", lambda c: c.commit_window_s),
+        ("--progress-interval-s", "0.5", lambda c: c.progress_interval_s),
+        ("--progress-interval-max-s", "2", lambda c: c.progress_interval_max_s),
         ("--listen-backlog", "4000", lambda c: c.listen_backlog),
         ("--budget-room-share-per-address", "0.5", lambda c: c.budgets.room_share_per_address),
     ],
@@ -190,6 +192,8 @@ def test_each_limit_flag_reaches_the_node_config(
         ("--messages-per-second", "inf", "more than 0 is wanted, not inf"),
         ("--commit-window-s", "-0.1", "at least 0 is wanted, not -0.1"),
         ("--commit-window-s", "2", "at most 1 is wanted, not 2"),
+        ("--progress-interval-s", "-1", "at least 0 is wanted, not -1"),
+        ("--progress-interval-max-s", "60", "at most 10 is wanted, not 60"),
     ],
 )
 def test_a_limit_flag_out_of_range_is_refused_with_the_flag_named(
