@@ -176,6 +176,8 @@ async def _node(args: argparse.Namespace) -> None:
         max_rooms_per_node=max(ServerConfig().max_rooms_per_node, args.rooms),
         winnable_default=False,  # the move path is measured, not a solver worker's CPU
         daily_winnable=False,
+        progress_interval_s=progress_interval_s(args),
+        progress_interval_max_s=progress_interval_max_s(args),
         metrics_host=HOST,
         metrics_port=0,
     )
@@ -245,6 +247,10 @@ async def start_node(
     command += ["--loop", loop or args.loop, "--parser", parser]
     if redis_url:
         command += ["--redis-url", redis_url]
+    if args.progress_interval_s is not None:
+        command += ["--progress-interval-s", str(args.progress_interval_s)]
+    if args.progress_interval_max_s is not None:
+        command += ["--progress-interval-max-s", str(args.progress_interval_max_s)]
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
             *command, stdout=asyncio.subprocess.PIPE, stderr=log
@@ -258,7 +264,8 @@ async def start_node(
         line = b""
     words = line.decode().split()
     if len(words) != 6 or words[0] != "port":
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):  # it may have ended already
+            proc.kill()
         await proc.wait()
         tail = log_path.read_text(errors="replace")[-2000:]
         raise RuntimeError(f"the node did not start:\n{tail}")
@@ -906,6 +913,8 @@ async def run(args: argparse.Namespace) -> str:
         "loop": loop,
         "parser": parser,
         "processes": str(args.processes),
+        "progress_interval_s": f"{progress_interval_s(args):g}",
+        "progress_interval_max_s": f"{progress_interval_max_s(args):g}",
         "pace_s": f"{PACE_S:g}",
         "window_s": f"{args.window:g}",
         "max_players": str(args.max_players),
@@ -916,8 +925,39 @@ async def run(args: argparse.Namespace) -> str:
     return " ".join(f"{k}={v}" for k, v in pairs.items())
 
 
+def progress_interval_s(args: argparse.Namespace) -> float:
+    """The nodes' shortest progress interval: ``--progress-interval-s``, or the server's."""
+    from solrace.server import ServerConfig
+
+    given: float | None = args.progress_interval_s
+    return ServerConfig().progress_interval_s if given is None else given
+
+
+def progress_interval_max_s(args: argparse.Namespace) -> float:
+    """How long a busy node stretches it: ``--progress-interval-max-s``, or the server's."""
+    from solrace.server import ServerConfig
+
+    given: float | None = args.progress_interval_max_s
+    return ServerConfig().progress_interval_max_s if given is None else given
+
+
 def add_node_options(parser: argparse.ArgumentParser) -> None:
-    """The options of a node (``--loop``, ``--parser``) and of the load (``--processes``)."""
+    """The options of a node (``--loop``, ``--parser``, ``--progress-interval-s``) and of the
+    load (``--processes``)."""
+    parser.add_argument(
+        "--progress-interval-s",
+        type=float,
+        default=None,
+        help="the nodes' shortest progress interval, as solrace serve --progress-interval-s "
+        "(default: the server's)",
+    )
+    parser.add_argument(
+        "--progress-interval-max-s",
+        type=float,
+        default=None,
+        help="the longest a busy node stretches it to, as solrace serve "
+        "--progress-interval-max-s (default: the server's; the shortest: never stretched)",
+    )
     parser.add_argument(
         "--loop",
         choices=("auto", "uvloop", "asyncio"),
