@@ -11,7 +11,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from conftest import TIMEOUT
+from conftest import TIMEOUT, RunningServer, ServerFactory
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
@@ -118,6 +118,24 @@ async def events_until(
             if match(event):
                 return seen
     raise AssertionError(f"the client closed before the awaited event; got {seen}")
+
+
+async def two_racing(
+    start_server: ServerFactory, **config: Any
+) -> tuple[RunningServer, Client, Client]:
+    """A node started with ``config``, and "fast" and "rival" racing in a Canfield room
+    of theirs (countdown 0), both past ``race_started``."""
+    server = await start_server(**config)
+    fast = Client(server.url, name="fast", request_timeout=TIMEOUT)
+    rival = Client(server.url, name="rival", request_timeout=TIMEOUT)
+    await fast.connect()
+    await rival.connect()
+    room = await fast.create_room("canfield", countdown=0)
+    await rival.join(room["code"])
+    await fast.start()
+    await fast.next_event("race_started", timeout=TIMEOUT)
+    await rival.next_event("race_started", timeout=TIMEOUT)
+    return server, fast, rival
 
 
 def standings(events: list[Frame], player_id: str | None = None) -> list[Frame]:

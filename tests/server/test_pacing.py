@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 from conftest import TIMEOUT, ServerFactory
-from e2e_support import standings
+from e2e_support import standings, two_racing
 
-from solrace.client import Client
 from solrace.server.pacing import (
     BUSY_CPU,
     BUSY_LAG_S,
@@ -94,18 +93,11 @@ async def test_on_a_busy_node_two_moves_in_one_stretched_interval_are_told_in_on
     """At the shortest interval (0.25 s) two moves 0.3 s apart are two reports; a node
     that is busy holds the second back for the rest of its longer interval. Its metrics
     say which interval is in force."""
-    server = await start_server(progress_interval_s=0.25, progress_interval_max_s=1.0)
+    server, fast, rival = await two_racing(
+        start_server, progress_interval_s=0.25, progress_interval_max_s=1.0
+    )
     node = server.node
-    fast = Client(server.url, name="fast", request_timeout=TIMEOUT)
-    rival = Client(server.url, name="rival", request_timeout=TIMEOUT)
     try:
-        await fast.connect()
-        await rival.connect()
-        room = await fast.create_room("canfield", countdown=0)
-        await rival.join(room["code"])
-        await fast.start()
-        await fast.next_event("race_started", timeout=TIMEOUT)
-        await rival.next_event("race_started", timeout=TIMEOUT)
         await asyncio.sleep(0.3)  # the start's report is out: the next one is due at once
         await _burn(lambda: node.pacer.interval == 1.0, timeout=15)
         assert b"solrace_progress_interval_seconds 1.0" in node.metrics.render()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from conftest import TIMEOUT, ServerFactory
-from e2e_support import RawClient, standings
+from e2e_support import RawClient, standings, two_racing
 
 from solrace.client import Client
 from solrace.server import BackendUnavailable
@@ -20,17 +20,7 @@ INTERVAL = 0.3
 async def _race(
     start_server: ServerFactory, interval: float = INTERVAL
 ) -> tuple[Any, Client, Client]:
-    server = await start_server(progress_interval_s=interval)
-    fast = Client(server.url, name="fast", request_timeout=TIMEOUT)
-    rival = Client(server.url, name="rival", request_timeout=TIMEOUT)
-    await fast.connect()
-    await rival.connect()
-    room = await fast.create_room("canfield", countdown=0)
-    await rival.join(room["code"])
-    await fast.start()
-    await fast.next_event("race_started", timeout=TIMEOUT)
-    await rival.next_event("race_started", timeout=TIMEOUT)
-    return server, fast, rival
+    return await two_racing(start_server, progress_interval_s=interval)
 
 
 async def test_a_burst_of_moves_reaches_the_room_as_few_reports_with_the_last_standing(
