@@ -176,8 +176,7 @@ async def _node(args: argparse.Namespace) -> None:
         max_rooms_per_node=max(ServerConfig().max_rooms_per_node, args.rooms),
         winnable_default=False,  # the move path is measured, not a solver worker's CPU
         daily_winnable=False,
-        progress_interval_s=progress_interval_s(args),
-        progress_interval_max_s=progress_interval_max_s(args),
+        **progress_settings(args),
         metrics_host=HOST,
         metrics_port=0,
     )
@@ -247,10 +246,9 @@ async def start_node(
     command += ["--loop", loop or args.loop, "--parser", parser]
     if redis_url:
         command += ["--redis-url", redis_url]
-    if args.progress_interval_s is not None:
-        command += ["--progress-interval-s", str(args.progress_interval_s)]
-    if args.progress_interval_max_s is not None:
-        command += ["--progress-interval-max-s", str(args.progress_interval_max_s)]
+    for name in PROGRESS_SETTINGS:
+        if getattr(args, name) is not None:
+            command += ["--" + name.replace("_", "-"), str(getattr(args, name))]
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
             *command, stdout=asyncio.subprocess.PIPE, stderr=log
@@ -913,8 +911,7 @@ async def run(args: argparse.Namespace) -> str:
         "loop": loop,
         "parser": parser,
         "processes": str(args.processes),
-        "progress_interval_s": f"{progress_interval_s(args):g}",
-        "progress_interval_max_s": f"{progress_interval_max_s(args):g}",
+        **{name: f"{value:g}" for name, value in progress_settings(args).items()},
         "pace_s": f"{PACE_S:g}",
         "window_s": f"{args.window:g}",
         "max_players": str(args.max_players),
@@ -925,20 +922,17 @@ async def run(args: argparse.Namespace) -> str:
     return " ".join(f"{k}={v}" for k, v in pairs.items())
 
 
-def progress_interval_s(args: argparse.Namespace) -> float:
-    """The nodes' shortest progress interval: ``--progress-interval-s``, or the server's."""
+PROGRESS_SETTINGS = ("progress_interval_s", "progress_interval_max_s")
+"""The nodes' settings that are options of their own (``--progress-interval-s``, ...)."""
+
+
+def progress_settings(args: argparse.Namespace) -> dict[str, float]:
+    """The nodes' progress intervals: each as its option gives it, or the server's default."""
     from solrace.server import ServerConfig
 
-    given: float | None = args.progress_interval_s
-    return ServerConfig().progress_interval_s if given is None else given
-
-
-def progress_interval_max_s(args: argparse.Namespace) -> float:
-    """How long a busy node stretches it: ``--progress-interval-max-s``, or the server's."""
-    from solrace.server import ServerConfig
-
-    given: float | None = args.progress_interval_max_s
-    return ServerConfig().progress_interval_max_s if given is None else given
+    defaults = ServerConfig()
+    given = {name: getattr(args, name) for name in PROGRESS_SETTINGS}
+    return {n: getattr(defaults, n) if v is None else float(v) for n, v in given.items()}
 
 
 def add_node_options(parser: argparse.ArgumentParser) -> None:
