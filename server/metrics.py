@@ -11,7 +11,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -104,6 +111,10 @@ class Metrics:
         # The process's CPU seconds and resident memory (process_cpu_seconds_total,
         # process_resident_memory_bytes), which a load test reads to size a node.
         ProcessCollector(registry=r)
+        # The cyclic collector's runs by generation (python_gc_collections_total): how
+        # often the collections that stall every move come (their pauses are logged,
+        # ``gc_pause``).
+        GCCollector(registry=r)
         self.connections = Gauge("solrace_connections", "Open websocket connections", registry=r)
         self.rooms = Gauge("solrace_rooms", "Rooms with a member on this node", registry=r)
         self.progress_interval = Gauge(

@@ -4,6 +4,7 @@ listener), and 404."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 
 import pytest
@@ -100,3 +101,6 @@ async def test_metrics_count_moves_and_refusals_by_reason(
     assert sample(text, "solrace_errors_total", '{code="illegal_move"}') == 3
     assert sample(text, "solrace_connections") == 2
     assert sample(text, "solrace_rooms") == 1
+    # The cyclic collector's runs (this process's, the node's own in a test).
+    young = sample(text, "python_gc_collections_total", '{generation="0"}')
+    assert 1 <= young <= gc.get_stats()[0]["collections"]
