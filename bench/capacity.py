@@ -160,7 +160,7 @@ async def _node(args: argparse.Namespace) -> None:
     from redis.asyncio.connection import DefaultParser
 
     from solrace.protocol import Limits
-    from solrace.server import Node, ServerConfig, SolraceServer, make_backend
+    from solrace.server import Node, ServerConfig, SolraceServer, app, make_backend
     from solrace.server.app import loop_name, tune_gc
     from solrace.server.config import Budgets
     from solrace.server.logs import configure_logging
@@ -182,7 +182,9 @@ async def _node(args: argparse.Namespace) -> None:
     )
     server = SolraceServer(Node(make_backend(config), config), config)
     await server.start()
-    tune_gc()  # as solrace serve does
+    if args.gc_thaw_s is not None:
+        app.GC_THAW_S = args.gc_thaw_s
+    tune_gc(freeze_survivors=not args.gc_plain)  # as solrace serve does
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -229,6 +231,14 @@ class NodeProcess:
     async def stop(self) -> None:
         await self.process.stop()
 
+    def check_alive(self) -> None:
+        """Raise, with the end of its log, if the node has ended: the load would only go
+        on counting bots that cannot connect."""
+        code = self.process.proc.returncode
+        if code is not None:
+            tail = self.process.log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the node ended (exit status {code}) during the step:\n{tail}")
+
 
 async def start_node(
     args: argparse.Namespace,
@@ -246,6 +256,10 @@ async def start_node(
     command += ["--loop", loop or args.loop, "--parser", parser]
     if redis_url:
         command += ["--redis-url", redis_url]
+    if args.gc_plain:
+        command.append("--gc-plain")
+    if args.gc_thaw_s is not None:
+        command += ["--gc-thaw-s", str(args.gc_thaw_s)]
     for name in PROGRESS_SETTINGS:
         if getattr(args, name) is not None:
             command += ["--" + name.replace("_", "-"), str(getattr(args, name))]
@@ -479,6 +493,7 @@ async def pace_step(
         t0 = marks = None
         tick = 0
         async for report in load.ticks():
+            node.check_alive()
             tick += 1
             whole.add(report)
             if window_from is None and (
@@ -972,6 +987,17 @@ def add_node_options(parser: argparse.ArgumentParser) -> None:
         help="load processes, all on the load core (2: a stall of one holds up half the bots)",
     )
     parser.add_argument("--node", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--gc-plain",
+        action="store_true",
+        help="nodes tune the collector without freezing what outlives a young collection",
+    )
+    parser.add_argument(
+        "--gc-thaw-s",
+        type=float,
+        default=None,
+        help="seconds between the nodes' thaws and full collections (default: the server's)",
+    )
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     parser.add_argument("--rooms", type=int, default=0, help=argparse.SUPPRESS)
