@@ -301,6 +301,7 @@ from solrace.server.logs import configure_logging
 async def main():
     configure_logging("json")
     app.GC_PAUSE_LOGGED_S = 0.0  # every collection is logged
+    app._freezing = True  # and asks the loop to freeze what it left
     gc.callbacks.append(app._log_pause)
     pads = [contextvars.ContextVar(f"pad{i}") for i in range(40)]
     for var in pads:
