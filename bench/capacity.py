@@ -258,9 +258,7 @@ async def start_node(
         command += ["--redis-url", redis_url]
     if args.gc_plain:
         command.append("--gc-plain")
-    if args.gc_thaw_s is not None:
-        command += ["--gc-thaw-s", str(args.gc_thaw_s)]
-    for name in PROGRESS_SETTINGS:
+    for name in NODE_SETTINGS:
         if getattr(args, name) is not None:
             command += ["--" + name.replace("_", "-"), str(getattr(args, name))]
     with log_path.open("wb") as log:
@@ -939,6 +937,8 @@ async def run(args: argparse.Namespace) -> str:
 
 PROGRESS_SETTINGS = ("progress_interval_s", "progress_interval_max_s")
 """The nodes' settings that are options of their own (``--progress-interval-s``, ...)."""
+NODE_SETTINGS = (*PROGRESS_SETTINGS, "gc_thaw_s")
+"""The valued options passed on to each node as given (none: the node's default)."""
 
 
 def progress_settings(args: argparse.Namespace) -> dict[str, float]:

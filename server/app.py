@@ -508,6 +508,7 @@ def _freeze_survivors() -> None:
 def _log_pause(phase: str, info: dict[str, int]) -> None:
     """Log each collection that stalls the node for ``GC_PAUSE_LOGGED_S`` or more: every
     move waits behind it, and without this line an operator sees a p99 with no cause.
+    On a node that freezes survivors, ask the loop to freeze what the collection left.
 
     The line is handed to the loop, not logged here, and nothing here sets a context
     variable: a collection can start inside ``ContextVar.set`` (structlog's
@@ -522,8 +523,9 @@ def _log_pause(phase: str, info: dict[str, int]) -> None:
         _gc_started = time.perf_counter()
         return
     took = time.perf_counter() - _gc_started
+    logged = took >= GC_PAUSE_LOGGED_S
     freeze = _freezing and not _freeze_due
-    if took < GC_PAUSE_LOGGED_S and not freeze:
+    if not (logged or freeze):
         return
     try:
         loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -534,17 +536,16 @@ def _log_pause(phase: str, info: dict[str, int]) -> None:
     if freeze:  # not from inside the collection: just after it, on the loop
         _freeze_due = True
         loop.call_soon_threadsafe(_freeze_survivors, context=contextvars.Context())
-    if took < GC_PAUSE_LOGGED_S:
-        return
-    # In a context of its own, empty: not the conn, room and player of the request that
-    # happened to allocate last.
-    loop.call_soon_threadsafe(
-        _pause_logged,
-        info.get("generation"),
-        round(took * 1000, 1),
-        info.get("collected"),
-        context=contextvars.Context(),
-    )
+    if logged:
+        # In a context of its own, empty: not the conn, room and player of the request
+        # that happened to allocate last.
+        loop.call_soon_threadsafe(
+            _pause_logged,
+            info.get("generation"),
+            round(took * 1000, 1),
+            info.get("collected"),
+            context=contextvars.Context(),
+        )
 
 
 def _pause_logged(generation: int | None, ms: float, collected: int | None) -> None:
